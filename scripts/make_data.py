@@ -1,0 +1,145 @@
+"""Generate the lab's fictional data set into data/ (deterministic: same bytes every run).
+
+    python scripts/make_data.py          # write data/
+    python scripts/make_data.py --check  # exit 1 if data/ differs from what this script makes
+
+Five invented competitors, each with a market-data export (a CSV of daily rows plus a KPI block)
+and a news digest in English and Chinese. Sizes are chosen so that some exports are well over
+20,000 tokens and the whole naive run does not fit a 128k window. The needle — one exact KPI in
+the first export — is buried in the middle of its file.
+
+Every file says that it is fictional. No real company, person or figure is described.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import random
+import sys
+from pathlib import Path
+
+SEED = 20261201
+WEEK = "2026-W48"
+DATA = Path(__file__).resolve().parent.parent / "data"
+NOTICE = "FICTIONAL DATA generated for the labkit course (seed {seed}). No real company or figure."
+
+# name, ticker, sector, daily rows in the export (sets its size)
+COMPANIES = [
+    ("Brightloom", "BRLM", "workflow automation", 830),
+    ("Corvid Systems", "CRVD", "observability", 270),
+    ("Driftwood Data", "DRFT", "data integration", 1120),
+    ("Emberline", "EMBR", "customer analytics", 430),
+    ("Fernhollow Labs", "FERN", "AI tooling", 1380),
+]
+KPIS = ["annual_recurring_revenue_musd", "net_revenue_retention_q1", "net_revenue_retention_q2",
+        "net_revenue_retention_q3", "gross_margin_q3", "logo_churn_q3", "sales_cycle_days_q3",
+        "headcount_q3"]
+NEEDLE = {"ticker": "BRLM", "kpi": "net_revenue_retention_q3", "value": "117.4%"}
+
+EVENTS = [
+    ("launches {product} for mid-market teams", "推出面向中型团队的{product}"),
+    ("cuts list prices on its {product} plan by {pct}%", "将{product}套餐标价下调{pct}%"),
+    ("signs a partnership with a regional cloud provider", "与一家区域云服务商签署合作协议"),
+    ("hires a new chief revenue officer", "任命新的首席营收官"),
+    ("opens an office in Singapore", "在新加坡开设办公室"),
+    ("reports an outage lasting {hours} hours", "发生持续{hours}小时的服务中断"),
+    ("announces a {pct}% reduction in staff", "宣布裁员{pct}%"),
+    ("publishes a benchmark claiming {pct}% faster queries", "发布基准测试，称查询速度提升{pct}%"),
+    ("adds SOC 2 Type II certification", "获得 SOC 2 Type II 认证"),
+    ("is rumoured to be raising a new funding round", "据传正在进行新一轮融资"),
+]
+PRODUCTS = ["Flow", "Pulse", "Atlas", "Relay", "Beacon", "Harbor"]
+
+
+def export_csv(rng: random.Random, name: str, ticker: str, sector: str, rows: int) -> str:
+    lines = [
+        f"# Market data export — {name} ({ticker})",
+        f"# {NOTICE.format(seed=SEED)}",
+        f"# sector: {sector} | week: {WEEK} | daily rows: {rows}",
+        "date,ticker,open,high,low,close,volume,web_visits,trial_signups,paid_conversions",
+    ]
+    price = rng.uniform(20, 80)
+    day = dt.date(2026, 11, 27) - dt.timedelta(days=rows)
+    kpi_at = rows // 2
+    for i in range(rows):
+        if i == kpi_at:
+            lines.append("# KPI block (quarterly, company-reported)")
+            for kpi in KPIS:
+                if ticker == NEEDLE["ticker"] and kpi == NEEDLE["kpi"]:
+                    value = NEEDLE["value"]
+                elif kpi.startswith("net_revenue_retention"):
+                    value = f"{rng.uniform(96, 125):.1f}%"
+                elif kpi.endswith("_musd"):
+                    value = f"{rng.uniform(40, 400):.1f}"
+                elif kpi.startswith(("gross_margin", "logo_churn")):
+                    value = f"{rng.uniform(2, 80):.1f}%"
+                else:
+                    value = str(rng.randint(20, 900))
+                lines.append(f"kpi,{ticker},{kpi},{value}")
+        price *= 1 + rng.gauss(0, 0.018)
+        o = price * (1 + rng.gauss(0, 0.006))
+        hi, lo = max(o, price) * (1 + abs(rng.gauss(0, 0.01))), min(o, price) * (1 - abs(rng.gauss(0, 0.01)))
+        visits = rng.randint(20_000, 90_000)
+        trials = rng.randint(150, 900)
+        lines.append(
+            f"{day.isoformat()},{ticker},{o:.2f},{hi:.2f},{lo:.2f},{price:.2f},"
+            f"{rng.randint(200_000, 3_000_000)},{visits},{trials},{rng.randint(5, trials // 4)}"
+        )
+        day += dt.timedelta(days=1)
+    lines.append(f"# end of export — {ticker}")
+    return "\n".join(lines) + "\n"
+
+
+def news(rng: random.Random, name: str, ticker: str) -> tuple[str, str]:
+    en = [f"# News digest — {name} ({ticker})", f"_{NOTICE.format(seed=SEED)}_", ""]
+    zh = [f"# 新闻摘要 — {name}（{ticker}）", "_虚构数据：为 labkit 课程生成，不涉及任何真实公司或数字。_", ""]
+    for k, i in enumerate(rng.sample(range(len(EVENTS)), 6)):
+        fill = {"product": rng.choice(PRODUCTS), "pct": rng.randint(5, 40), "hours": rng.randint(2, 14)}
+        head_en, head_zh = (t.format(**fill) for t in EVENTS[i])
+        date = (dt.date(2026, 11, 23) + dt.timedelta(days=k)).isoformat()
+        en += [f"## {date}: {name} {head_en}",
+               f"{name} ({ticker}) {head_en}, according to a company statement. Analysts following "
+               f"the {WEEK} cycle said the move matters mostly for deals already in the pipeline, "
+               "and that customers should expect more detail in the next quarterly update.", ""]
+        zh += [f"## {date}：{name}{head_zh}",
+               f"据公司声明，{name}（{ticker}）{head_zh}。关注本周（{WEEK}）动态的分析师认为，此举主要影响"
+               "已在推进中的交易，客户可在下一次季度更新中获得更多细节。", ""]
+    return "\n".join(en), "\n".join(zh)
+
+
+def build() -> dict[str, str]:
+    rng = random.Random(SEED)
+    files: dict[str, str] = {}
+    meta = []
+    for name, ticker, sector, rows in COMPANIES:
+        files[f"exports/{ticker}.csv"] = export_csv(rng, name, ticker, sector, rows)
+        files[f"news/{ticker}.md"], files[f"news_zh/{ticker}.md"] = news(rng, name, ticker)
+        meta.append({"name": name, "ticker": ticker, "sector": sector})
+    files["companies.json"] = json.dumps(
+        {"notice": NOTICE.format(seed=SEED), "week": WEEK, "companies": meta, "needle": NEEDLE},
+        indent=2, ensure_ascii=False) + "\n"
+    return files
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--check", action="store_true", help="compare instead of writing")
+    args = parser.parse_args()
+    files = build()
+    if args.check:
+        stale = [p for p, text in files.items()
+                 if not (DATA / p).exists() or (DATA / p).read_text(encoding="utf-8") != text]
+        for p in stale:
+            print(f"data/{p} differs from the generator's output", file=sys.stderr)
+        return 1 if stale else 0
+    for p, text in files.items():
+        (DATA / p).parent.mkdir(parents=True, exist_ok=True)
+        (DATA / p).write_text(text, encoding="utf-8")
+    print(f"wrote {len(files)} files under {DATA}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
