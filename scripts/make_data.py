@@ -94,7 +94,7 @@ def export_csv(rng: random.Random, name: str, ticker: str, sector: str, rows: in
 
 def news(rng: random.Random, name: str, ticker: str) -> tuple[str, str]:
     en = [f"# News digest — {name} ({ticker})", f"_{NOTICE.format(seed=SEED)}_", ""]
-    zh = [f"# 新闻摘要 — {name}（{ticker}）", "_虚构数据：为 labkit 课程生成，不涉及任何真实公司或数字。_", ""]
+    zh = [f"# 新闻摘要（News digest — {name} ({ticker})）", "_虚构数据：为 labkit 课程生成，不涉及任何真实公司或数字。_", ""]
     for k, i in enumerate(rng.sample(range(len(EVENTS)), 6)):
         fill = {"product": rng.choice(PRODUCTS), "pct": rng.randint(5, 40), "hours": rng.randint(2, 14)}
         head_en, head_zh = (t.format(**fill) for t in EVENTS[i])

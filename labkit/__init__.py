@@ -1,0 +1,18 @@
+"""labkit — the lab kit of the context-engineering workbook.
+
+One module per idea, each introduced by a notebook:
+
+- ``tokens``   counting tokens offline (02)
+- ``model``    the offline LabModel and get_model() (01)
+- ``scenario`` the running example: tools, tasks, needle, run() and score() (01)
+- ``trace``    the recording middleware: stored vs seen, by kind (03)
+- ``plots``    plotly figures of what the model saw (01)
+
+Nothing happens at import: no global settings, seeds or downloads.
+"""
+
+from labkit.model import LabModel, get_model
+from labkit.tokens import approx_tokens, count_tokens
+from labkit.trace import Recorder
+
+__all__ = ["LabModel", "Recorder", "approx_tokens", "count_tokens", "get_model"]

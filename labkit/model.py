@@ -1,0 +1,594 @@
+"""LabModel — the offline, deterministic chat model the course runs on — and ``get_model()``.
+
+Notebook 01 introduces it; every notebook uses it.
+
+LabModel is a real LangChain ``BaseChatModel`` (``bind_tools`` with ``tool_choice``, streaming,
+``usage_metadata``, a ``profile``), but it is **not a language model**. It is a short script that
+looks only at the messages it is sent, so every context decision has a visible consequence:
+
+* **Overflow is real.** Input above ``window`` tokens (BPE, tool schemas included) raises
+  ``langchain_core.exceptions.ContextOverflowError``.
+* **It works from evidence.** A task is a list of steps (``labkit.scenario``); it takes the first
+  step whose evidence — the tool result's header, or a summary line quoting it — is not in its
+  context. Summarize the evidence away and it repeats the work.
+* **It needs the goal.** If neither the user's request nor a summary's SESSION INTENT is
+  visible, it says it has lost track — goal drift you can count.
+* **It recovers facts only from context or files.** Asked the needle question, it answers from
+  context; else it greps (or pages through) a file path it can see — an offload stub, a summary's
+  archive; else it declines to give a number.
+* **As a summarizer** (a prompt with SESSION INTENT / SUMMARY / ARTIFACTS / NEXT STEPS, labkit's or
+  deepagents'), it writes an extractive summary that drops exact figures unless
+  ``keep_figures=True`` or the prompt asks to keep exact figures.
+* **As a subagent** it researches one company and returns a short report, or the raw dump with
+  ``raw_subagent_output=True``.
+
+Every call is logged in ``model.calls`` — the course's main instrument for "what the model saw".
+
+What it leaves out: any language understanding. Outside the scenario it says what it is and how
+to switch to a real model (``LABKIT_MODEL``); when a tool is forced or written out literally as
+``name(args)``, it calls it with those literal arguments or schema placeholders — never a guess.
+"""
+
+from __future__ import annotations
+
+import ast
+import html
+import itertools
+import json
+import os
+import re
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from langchain_core.callbacks import CallbackManagerForLLMRun
+from langchain_core.exceptions import ContextOverflowError
+from langchain_core.language_models import BaseChatModel, LanguageModelInput
+from langchain_core.language_models.chat_models import LangSmithParams
+from langchain_core.messages import (
+    AIMessage,
+    AIMessageChunk,
+    BaseMessage,
+    ToolMessage,
+)
+from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
+from langchain_core.runnables import Runnable
+from langchain_core.utils.function_calling import convert_to_openai_tool
+from pydantic import Field, PrivateAttr, field_validator
+
+from labkit import prompts
+from labkit import scenario as sc
+from labkit.tokens import DEFAULT_ENCODING, TokenCounter, message_text
+
+__all__ = ["Call", "InvalidHistoryError", "LabModel", "get_model"]
+
+PROVIDER = "labkit"
+MODEL_NAME = "lab-model"
+_PATHS = re.compile(r"(/(?:large_tool_results|conversation_history|reports)/[^\s'\"<>`),;]+)")
+_KPI = re.compile(r"kpi,([A-Z]{4}),(\w+),([\d.]+%?)")
+
+
+class InvalidHistoryError(ValueError):
+    """A message history no provider would accept (an orphan tool result, say)."""
+
+    status_code = 400
+
+
+@dataclass
+class Call:
+    """One call to the lab model: exactly what it received and what it answered."""
+
+    messages: list[BaseMessage]
+    tools: list[str]
+    input_tokens: int
+    kind: str  # "agent" or "summary"
+    response: AIMessage | None = None
+    error: str | None = None
+    tool_choice: Any = None
+
+
+@dataclass
+class _View:
+    """The model's context, pre-read: all text, and the answered tool calls."""
+
+    messages: list[BaseMessage]
+    text: str
+    answered: dict[str, tuple[dict, str]] = field(default_factory=dict)  # id -> (call, result)
+
+
+def _plain(message: BaseMessage) -> str:
+    return html.unescape(message_text(message))
+
+
+def _read(messages: list[BaseMessage]) -> _View:
+    calls = {tc["id"]: tc for m in messages if isinstance(m, AIMessage) for tc in m.tool_calls}
+    answered = {
+        m.tool_call_id: (calls[m.tool_call_id], _plain(m))
+        for m in messages
+        if isinstance(m, ToolMessage) and m.tool_call_id in calls
+    }
+    return _View(messages, "\n".join(_plain(m) for m in messages), answered)
+
+
+def _check_history(messages: list[BaseMessage]) -> None:
+    if not messages:
+        raise InvalidHistoryError(
+            "LabModel was called with an empty message list: there is nothing to answer. Pass at "
+            "least one human message."
+        )
+    pending: dict[str, int] = {}
+    for i, m in enumerate(messages):
+        if not isinstance(m, BaseMessage):
+            raise InvalidHistoryError(f"item {i} is a {type(m).__name__}, not a langchain message")
+        message_text(m)  # raises a clear ValueError on non-text content
+        if isinstance(m, ToolMessage):
+            if m.tool_call_id not in pending:
+                raise InvalidHistoryError(
+                    f"orphan tool message at position {i} (tool_call_id={m.tool_call_id!r}): it "
+                    "answers no tool call of the AI message before it. Real providers reject this "
+                    "history (OpenAI: 'messages with role \"tool\" must be a response to a "
+                    "preceding message with \"tool_calls\"')."
+                )
+            del pending[m.tool_call_id]
+            continue
+        if pending:
+            first = min(pending.values())
+            raise InvalidHistoryError(
+                f"the AI message at position {first} made tool calls {sorted(pending)} that have "
+                f"no tool result before the {m.type} message at position {i}. Real providers "
+                "reject this history (Anthropic: 'tool_use ids were found without tool_result "
+                "blocks immediately after')."
+            )
+        if isinstance(m, AIMessage):
+            pending = {tc["id"]: i for tc in m.tool_calls}
+
+
+def _section(text: str, name: str) -> str:
+    m = re.search(rf"##\s*{name}\s*\n(.*?)(?=\n##\s*[A-Z][A-Z ]+\n|</summary>|\Z)", text, re.S)
+    return m.group(1).strip() if m else ""
+
+
+def _is_summary_prompt(text: str) -> bool:
+    return all(s in text for s in prompts.SUMMARY_SECTIONS) and (
+        "<messages>" in text or "Context Extraction Assistant" in text
+    )
+
+
+def _active_task(view: _View) -> sc.Task | None:
+    """The latest thing the user asked for that is still visible: a human message naming a task,
+    or the last task in a summary's SESSION INTENT."""
+    for m in reversed(view.messages):
+        if m.type not in ("human", "system"):
+            continue
+        text = _plain(m)
+        intent = _section(text, "SESSION INTENT")
+        if intent:
+            found = [(intent.rfind(t.marker), t) for t in sc.tasks() if t.marker in intent]
+            if found:
+                return max(found, key=lambda p: p[0])[1]
+        for task in sc.tasks():
+            if task.marker in text and not intent:
+                return task
+    return None
+
+
+class LabModel(BaseChatModel):
+    """The course's offline chat model. See the module docstring for how it behaves.
+
+    Example:
+        >>> model = LabModel(window=128_000)
+        >>> model.profile["max_input_tokens"]
+        128000
+        >>> LabModel(window=128_000, profile=None).profile is None  # the no-profile trap
+        True
+    """
+
+    window: int = 128_000
+    """Context window in tokens; input above it raises ContextOverflowError."""
+    keep_figures: bool = False
+    """As a summarizer, keep exact figures and ids instead of dropping them."""
+    raw_subagent_output: bool = False
+    """As a subagent, return the raw tool output instead of a short report."""
+    max_output_tokens: int = 4096
+    model_name: str = Field(default=MODEL_NAME, alias="model")
+    encoding_name: str = DEFAULT_ENCODING
+
+    _calls: list[Call] = PrivateAttr(default_factory=list)
+    _ids: Any = PrivateAttr(default_factory=lambda: itertools.count(1))
+    _counter: TokenCounter | None = PrivateAttr(default=None)
+
+    model_config = {"populate_by_name": True}
+
+    @field_validator("window", "max_output_tokens")
+    @classmethod
+    def _positive(cls, v: int, info) -> int:
+        if isinstance(v, bool) or not isinstance(v, int) or v <= 0:
+            raise ValueError(f"{info.field_name} must be a positive number of tokens, got {v!r}")
+        return v
+
+    def _resolve_model_profile(self):
+        if "profile" in self.model_fields_set:  # profile=None given explicitly: keep none
+            return None
+        return {
+            "max_input_tokens": self.window,
+            "max_output_tokens": self.max_output_tokens,
+            "tool_calling": True,
+            "tool_choice": True,
+            "structured_output": False,
+            "text_inputs": True,
+            "text_outputs": True,
+            "image_inputs": False,
+            "audio_inputs": False,
+            "video_inputs": False,
+            "pdf_inputs": False,
+        }
+
+    # -- what the lab knows about itself -------------------------------------------------------
+
+    @property
+    def _llm_type(self) -> str:
+        return "labkit-lab-model"
+
+    @property
+    def _identifying_params(self) -> dict[str, Any]:
+        return {"model_name": self.model_name, "window": self.window,
+                "keep_figures": self.keep_figures}
+
+    def _get_ls_params(self, stop: list[str] | None = None, **kwargs: Any) -> LangSmithParams:
+        params = super()._get_ls_params(stop=stop, **kwargs)
+        params["ls_provider"] = PROVIDER
+        params["ls_model_name"] = self.model_name
+        return params
+
+    @property
+    def calls(self) -> list[Call]:
+        """Every call so far, oldest first: what the model received and what it answered."""
+        return self._calls
+
+    @property
+    def counter(self) -> TokenCounter:
+        if self._counter is None:
+            self._counter = TokenCounter(self.encoding_name)
+        return self._counter
+
+    def bind_tools(
+        self,
+        tools: Sequence[Any],
+        *,
+        tool_choice: str | dict | bool | None = None,
+        **kwargs: Any,
+    ) -> Runnable[LanguageModelInput, AIMessage]:
+        """Bind tools as OpenAI-style schemas. ``tool_choice`` may be ``"auto"``, ``"none"``,
+        ``"any"``/``"required"``/``True`` (some tool must be called) or a tool's name."""
+        schemas = [convert_to_openai_tool(t) for t in tools]
+        names = [s["function"]["name"] for s in schemas]
+        if isinstance(tool_choice, dict):
+            tool_choice = tool_choice.get("function", {}).get("name") or tool_choice.get("name")
+        if isinstance(tool_choice, str) and tool_choice not in ("auto", "none", "any", "required") \
+                and tool_choice not in names:
+            raise ValueError(f"tool_choice {tool_choice!r} names no bound tool; bound: {names}")
+        return super().bind(tools=schemas, tool_choice=tool_choice, **kwargs)
+
+    # -- the call ------------------------------------------------------------------------------
+
+    def _respond(self, messages: list[BaseMessage], stop, tools, tool_choice) -> AIMessage:
+        tools = list(tools or [])
+        _check_history(messages)
+        names = [t["function"]["name"] for t in tools]
+        n_in = self.counter.messages(messages) + sum(
+            self.counter.text(json.dumps(t["function"], ensure_ascii=False)) for t in tools)
+        last = _plain(messages[-1])
+        call = Call(list(messages), names, n_in, "summary" if _is_summary_prompt(last) else "agent",
+                    tool_choice=tool_choice)
+        self._calls.append(call)
+        if n_in > self.window:
+            call.error = (
+                f"prompt is too long: {n_in} tokens exceed the lab model's context window of "
+                f"{self.window} tokens (maximum context length exceeded)"
+            )
+            raise ContextOverflowError(call.error)
+        if call.kind == "summary":
+            message = AIMessage(self._summarize(last, prompt=last))
+        else:
+            message = self._act(_read(messages), tools, tool_choice)
+        if stop and isinstance(message.content, str):
+            for s in stop:
+                if s and s in message.content:
+                    message.content = message.content[: message.content.index(s)]
+        n_out = self.counter.message(message) - 3
+        message.id = f"lab-{len(self._calls)}"
+        message.usage_metadata = {"input_tokens": n_in, "output_tokens": n_out,
+                                  "total_tokens": n_in + n_out}
+        message.response_metadata = {"model_name": self.model_name, "model_provider": PROVIDER,
+                                     "finish_reason": "tool_calls" if message.tool_calls else "stop"}
+        call.response = message
+        return message
+
+    def _generate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        *,
+        tools: list[dict] | None = None,
+        tool_choice: Any = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        message = self._respond(messages, stop, tools, tool_choice)
+        return ChatResult(generations=[ChatGeneration(message=message)])
+
+    def _stream(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        *,
+        tools: list[dict] | None = None,
+        tool_choice: Any = None,
+        **kwargs: Any,
+    ) -> Iterator[ChatGenerationChunk]:
+        message = self._respond(messages, stop, tools, tool_choice)
+        pieces = re.findall(r"\S+\s*|\s+", message.content) if message.content else []
+        for piece in pieces:
+            chunk = ChatGenerationChunk(message=AIMessageChunk(content=piece, id=message.id))
+            if run_manager:
+                run_manager.on_llm_new_token(piece, chunk=chunk)
+            yield chunk
+        last = AIMessageChunk(
+            content="",
+            id=message.id,
+            tool_call_chunks=[
+                {"name": tc["name"], "args": json.dumps(tc["args"]), "id": tc["id"], "index": i,
+                 "type": "tool_call_chunk"}
+                for i, tc in enumerate(message.tool_calls)
+            ],
+            usage_metadata=message.usage_metadata,
+            response_metadata=message.response_metadata,
+            chunk_position="last",
+        )
+        yield ChatGenerationChunk(message=last)
+
+    # -- behaviour -----------------------------------------------------------------------------
+
+    def _tool_call(self, name: str, args: dict) -> dict:
+        return {"name": name, "args": args, "id": f"call_{next(self._ids):03d}", "type": "tool_call"}
+
+    def _act(self, view: _View, tools: list[dict], tool_choice: Any) -> AIMessage:
+        names = [t["function"]["name"] for t in tools]
+        if tool_choice == "none":
+            names = []
+        task = _active_task(view)
+        if task is None:
+            message = self._outside(view, tools if names else [], tool_choice)
+        elif task.key == "needle":
+            message = self._answer_needle(view, names)
+        else:
+            message = self._work(task, view, names)
+        forced = tool_choice in ("any", "required", True) or (
+            isinstance(tool_choice, str) and tool_choice in names)
+        if forced and not message.tool_calls:
+            target = tool_choice if tool_choice in names else names[0]
+            schema = next(t for t in tools if t["function"]["name"] == target)
+            message = AIMessage("", tool_calls=[self._tool_call(target, _literal_args(schema, view))])
+        return message
+
+    def _work(self, task: sc.Task, view: _View, names: list[str]) -> AIMessage:
+        for step in task.steps:
+            if step.evidence in view.text or step.tool not in names:
+                continue
+            args = dict(step.args)
+            if step.tool == "write_file":
+                args["content"] = (_draft_report if task.key == "report" else _draft_risks)(view.text)
+            return AIMessage("", tool_calls=[self._tool_call(step.tool, args)])
+        return AIMessage(self._finish(task, view, names))
+
+    def _finish(self, task: sc.Task, view: _View, names: list[str]) -> str:
+        if task.key.startswith("research:"):
+            results = [r for _, (c, r) in view.answered.items()
+                       if c["name"] in ("fetch_market_data", "search_news")]
+            if self.raw_subagent_output or "raw data" in task.request:
+                return "\n\n".join(results)
+            return _research_report(task.key.split(":")[1], view.text)
+        if task.output and "write_file" not in names:
+            body = _draft_report(view.text) if task.key == "report" else _draft_risks(view.text)
+            return f"I have no write_file tool, so here is the draft for {task.output}:\n\n{body}"
+        if task.key == "report":
+            return f"The weekly competitor report is written to {sc.REPORT_PATH}; it covers all " \
+                   "five competitors."
+        return f"The risks note is saved to {sc.RISKS_PATH}, one line per competitor."
+
+    def _answer_needle(self, view: _View, names: list[str]) -> AIMessage:
+        n = sc.needle()
+        value = n.find(view.text)
+        if value:
+            return AIMessage(f"Brightloom's Q3 net revenue retention was {value}, as recorded in "
+                             f"its market-data export (KPI `{n.kpi}`).")
+        searched: dict[str, int] = {}  # path -> next offset (grep counts as all)
+        for call, result in view.answered.values():
+            path = call["args"].get("path") or call["args"].get("file_path")
+            if call["name"] == "grep" and path:
+                searched[path] = 10**9
+            elif call["name"] == "read_file" and path:
+                m = re.search(r"lines \d+-(\d+) of (\d+)", result)
+                done = not m or int(m.group(1)) >= int(m.group(2))
+                searched[path] = 10**9 if done else max(searched.get(path, 0), int(m.group(1)))
+        for path in dict.fromkeys(p.rstrip(".") for p in _PATHS.findall(view.text)):
+            if path.startswith("/reports/") or searched.get(path, 0) >= 10**9:
+                continue
+            if "grep" in names:
+                return AIMessage("", tool_calls=[self._tool_call(
+                    "grep", {"pattern": n.pattern, "path": path, "output_mode": "content"})])
+            if "read_file" in names:
+                return AIMessage("", tool_calls=[self._tool_call(
+                    "read_file", {"file_path": path, "offset": searched.get(path, 0), "limit": 200})])
+        detail = ""
+        if f"{n.ticker} {n.kpi}" in view.text or "exact figure not kept" in view.text:
+            detail = " — my summary says the figure was reported, but not its value"
+        return AIMessage(prompts.NEEDLE_NOT_FOUND.format(detail=detail))
+
+    def _outside(self, view: _View, tools: list[dict], tool_choice: Any) -> AIMessage:
+        """No scenario task is visible: goal lost, a literal tool call, or the plain intro."""
+        lab_context = any(s.evidence in view.text for t in sc.tasks() for s in t.steps) or \
+            "SESSION INTENT" in view.text
+        if lab_context:
+            return AIMessage(prompts.GOAL_LOST)
+        humans = [i for i, m in enumerate(view.messages) if m.type == "human"]
+        if humans and tools:
+            i = humans[-1]
+            asked = _plain(view.messages[i])
+            results = [m for m in view.messages[i + 1:] if isinstance(m, ToolMessage)]
+            if results:
+                return AIMessage(f"The tool returned: {_plain(results[-1])}")
+            for t in tools:
+                name = t["function"]["name"]
+                if re.search(rf"\b{re.escape(name)}\s*\(", asked):
+                    return AIMessage("", tool_calls=[self._tool_call(name, _literal_args(t, view))])
+        return AIMessage(prompts.LAB_MODEL_INTRO)
+
+    def _summarize(self, text: str, prompt: str) -> str:
+        body = text
+        if "<messages>" in text:
+            body = text[text.rfind("<messages>") + len("<messages>"):]
+            body = body[: body.rfind("</messages>")] if "</messages>" in body else body
+        keep = self.keep_figures or "exact figures" in prompt.lower().replace(body.lower(), "")
+        return summarize(body, keep_figures=keep)
+
+
+# -- pure helpers: the summary and the drafts ---------------------------------------------------
+
+
+def summarize(text: str, keep_figures: bool = False) -> str:
+    """The lab model's extractive four-section summary of a rendered history.
+
+    It quotes the evidence of every step it finds (so the work is not redone), lists file paths,
+    and keeps each KPI's name — but drops its value unless ``keep_figures``.
+    """
+    found = sorted((text.find(t.marker), t) for t in sc.tasks() if t.marker in text)
+    intent = "\n".join(f"- {t.request}" for _, t in found) or "None"
+    steps = {s.key: s for t in sc.tasks() for s in t.steps}
+    done = [s for s in steps.values() if s.evidence in text]
+    lines = [f"- {s.evidence}: done ({s.tool})." for s in done]
+    for ticker, kpi, value in dict.fromkeys(_KPI.findall(text)):
+        lines.append(f"- kpi,{ticker},{kpi},{value}" if keep_figures
+                     else f"- {ticker} {kpi}: reported (exact figure not kept)")
+    paths = list(dict.fromkeys(p.rstrip(".") for p in _PATHS.findall(text)))
+    last = found[-1][1] if found else None
+    todo = [s for s in (last.steps if last else ()) if s.evidence not in text]
+    next_steps = "\n".join(f"- {s.tool}({json.dumps(s.args)})" for s in todo) or "None"
+    return (
+        f"## SESSION INTENT\n{intent}\n\n## SUMMARY\n{chr(10).join(lines) or 'None'}\n\n"
+        f"## ARTIFACTS\n{chr(10).join(f'- {p}' for p in paths) or 'None'}\n\n"
+        f"## NEXT STEPS\n{next_steps}"
+    )
+
+
+def _headline(name: str, text: str) -> str | None:
+    m = re.search(rf"## (\d{{4}}-\d\d-\d\d): {re.escape(name)} ([^\n]+)", text)
+    return f"{m.group(2)} ({m.group(1)})" if m else None
+
+
+def _draft_report(text: str) -> str:
+    out = [f"# Weekly competitor report — {sc._meta()['week']}",
+           "_Built from the fictional labkit data set._", ""]
+    for c in sc.companies():
+        out.append(f"## {c['name']} ({c['ticker']})")
+        exported = f"Market data export — {c['name']} ({c['ticker']})" in text
+        out.append("- Market data: export reviewed." if exported else "- Market data: not reviewed.")
+        news = _headline(c["name"], text)
+        out.append(f"- News: {news}" if news else "- News: see the research notes.")
+        out.append("")
+    return "\n".join(out)
+
+
+def _draft_risks(text: str) -> str:
+    out = ["# Risks", ""]
+    for c in sc.companies():
+        news = _headline(c["name"], text)
+        out.append(f"- {c['name']}: watch how '{news}' plays out." if news
+                   else f"- {c['name']}: pricing pressure in {c['sector']}.")
+    return "\n".join(out) + "\n"
+
+
+def _research_report(ticker: str, text: str) -> str:
+    c = next(c for c in sc.companies() if c["ticker"] == ticker)
+    kpis = [f"{k}={v}" for t, k, v in dict.fromkeys(_KPI.findall(text)) if t == ticker]
+    news = _headline(c["name"], text)
+    return (f"{c['name']} ({ticker}) — research notes\n"
+            f"- Market data export — {c['name']} ({ticker}): KPIs {', '.join(kpis) or 'not found'}\n"
+            f"- News digest — {c['name']} ({ticker}): {news or 'no headline found'}")
+
+
+def _literal_args(schema: dict, view: _View) -> dict:
+    """Arguments for a forced or literal call: those written as ``name(...)`` in the last human
+    message, else the schema's defaults or empty placeholders."""
+    fn = schema["function"]
+    props = fn.get("parameters", {}).get("properties", {})
+    order = list(props)
+    humans = [_plain(m) for m in view.messages if m.type == "human"]
+    args: dict[str, Any] = {}
+    m = re.search(rf"\b{re.escape(fn['name'])}\s*\(([^()]*)\)", humans[-1] if humans else "")
+    if m:
+        try:
+            call = ast.parse(f"f({m.group(1)})", mode="eval").body
+            args = {order[i]: ast.literal_eval(a) for i, a in enumerate(call.args) if i < len(order)}
+            args.update({k.arg: ast.literal_eval(k.value) for k in call.keywords})
+        except (SyntaxError, ValueError):
+            args = {}
+    for name in fn.get("parameters", {}).get("required", []):
+        if name not in args:
+            args[name] = _placeholder(props.get(name, {}))
+    return args
+
+
+def _placeholder(prop: dict) -> Any:
+    if "default" in prop:
+        return prop["default"]
+    if prop.get("enum"):
+        return prop["enum"][0]
+    kind = prop.get("type")
+    if isinstance(kind, list):
+        kind = next((k for k in kind if k != "null"), "string")
+    return {"integer": 0, "number": 0.0, "boolean": False, "array": [], "object": {}}.get(kind, "")
+
+
+# -- choosing a model ---------------------------------------------------------------------------
+
+_PROVIDERS = {
+    "openai": ("langchain_openai", "langchain-openai", "OPENAI_API_KEY"),
+    "anthropic": ("langchain_anthropic", "langchain-anthropic", "ANTHROPIC_API_KEY"),
+    "ollama": ("langchain_ollama", "langchain-ollama", None),
+}
+
+
+def get_model(spec: str | None = None, **kwargs: Any) -> BaseChatModel:
+    """The model the notebooks use: the lab model unless ``LABKIT_MODEL`` names a real one.
+
+    ``LABKIT_MODEL=provider:model`` with provider ``openai``, ``anthropic`` or ``ollama``. For an
+    OpenAI-compatible endpoint such as DeepSeek's, use ``openai:deepseek-chat`` and set
+    ``LABKIT_BASE_URL=https://api.deepseek.com`` (and ``OPENAI_API_KEY`` to that service's key).
+    Keyword arguments go to ``LabModel`` or to ``init_chat_model``.
+    """
+    spec = (spec if spec is not None else os.environ.get("LABKIT_MODEL", "")).strip()
+    if spec in ("", "lab", "labkit", MODEL_NAME):
+        return LabModel(**kwargs)
+    provider, sep, name = spec.partition(":")
+    if not sep or not name:
+        raise ValueError(f"LABKIT_MODEL must look like provider:model (e.g. openai:gpt-4.1-mini), "
+                         f"got {spec!r}")
+    if provider not in _PROVIDERS:
+        raise ValueError(f"unknown provider {provider!r} in LABKIT_MODEL={spec!r}; labkit supports "
+                         f"{', '.join(sorted(_PROVIDERS))} (or unset it for the offline lab model)")
+    module, package, key = _PROVIDERS[provider]
+    try:
+        __import__(module)
+    except ImportError as e:
+        raise ImportError(f"LABKIT_MODEL={spec!r} needs the {package} package, which is not "
+                          f"installed: run `.venv/bin/python -m pip install {package}`") from e
+    if os.environ.get("LABKIT_BASE_URL"):
+        kwargs.setdefault("base_url", os.environ["LABKIT_BASE_URL"])
+    if key and not os.environ.get(key) and "api_key" not in kwargs:
+        raise RuntimeError(f"LABKIT_MODEL={spec!r} needs an API key in the {key} environment "
+                           "variable; set it (never in a notebook cell) and restart the kernel")
+    from langchain.chat_models import init_chat_model
+
+    return init_chat_model(f"{provider}:{name}", **kwargs)

@@ -1,0 +1,61 @@
+"""Text that learners read: the lab model's fixed replies and labkit's summary prompt.
+
+Kept apart from the logic so a change to any of it is a visible diff (tests snapshot them).
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "GOAL_LOST",
+    "LAB_MODEL_INTRO",
+    "NEEDLE_NOT_FOUND",
+    "SUMMARY_PROMPT",
+    "SUMMARY_SECTIONS",
+]
+
+LAB_MODEL_INTRO = (
+    "I am labkit's LabModel: a scripted, deterministic stand-in for a chat model, not a language "
+    "model. I only act inside the course's lab scenarios (the weekly competitor report), using "
+    "what is in my context. To talk to a real model, set LABKIT_MODEL=provider:model — for "
+    "example LABKIT_MODEL=openai:gpt-4.1-mini or LABKIT_MODEL=anthropic:claude-haiku-4-5 — and "
+    "restart the kernel; labkit.get_model() then returns it."
+)
+
+GOAL_LOST = (
+    "I can no longer see what you asked me to do: neither your request nor a summary of it is in "
+    "my context. What should I work on?"
+)
+
+NEEDLE_NOT_FOUND = (
+    "I can't find Brightloom's exact Q3 net revenue retention in what I can see{detail}. I would "
+    "have to guess, so I won't give a number."
+)
+
+SUMMARY_SECTIONS = ("SESSION INTENT", "SUMMARY", "ARTIFACTS", "NEXT STEPS")
+
+# labkit's own summary prompt (notebook 10). The lab model recognizes it, and deepagents' prompt,
+# by their four section names. {messages} is replaced by the history being folded.
+SUMMARY_PROMPT = """You are compacting the history of a long-running agent. The text below will \
+replace the messages it summarizes, so keep what the agent needs to carry on.
+
+Write exactly four sections, each filled or marked "None":
+
+## SESSION INTENT
+The user's goal, in their words where possible.
+
+## SUMMARY
+Work done so far, decisions and their reasons.
+
+## ARTIFACTS
+Files created, changed or read, with their paths.
+
+## NEXT STEPS
+What remains to be done.
+
+{fidelity}Respond only with the four sections.
+
+<messages>
+{messages}
+</messages>"""
+
+KEEP_FIGURES = "Keep exact figures and ids verbatim: amounts, percentages, dates, paths. "
