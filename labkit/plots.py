@@ -1,0 +1,87 @@
+"""Plotly figures of what the model saw, drawn from ``labkit.trace`` records.
+
+Notebook 01 introduces them. Each function takes data in (a ``scenario.Run`` or a list of
+``CallRecord``) and returns a ``plotly.graph_objects.Figure``; nothing is shown or styled
+globally. Tests and notebooks assert on ``fig.data`` — never on the rendered output.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from itertools import accumulate
+
+import plotly.graph_objects as go
+
+from labkit.trace import KINDS, CallRecord
+
+__all__ = ["composition", "cost_curve", "tokens_per_turn"]
+
+_COLORS = {"system": "#636EFA", "tools": "#AB63FA", "human": "#00CC96", "ai": "#FFA15A",
+           "tool": "#EF553B", "summary": "#19D3F3"}
+
+
+def _records(run_or_records) -> list[CallRecord]:
+    records = getattr(run_or_records, "records", run_or_records)
+    if not isinstance(records, Sequence) or not all(isinstance(r, CallRecord) for r in records):
+        raise TypeError("pass a scenario.Run or a list of trace.CallRecord")
+    return list(records)
+
+
+def _layout(fig: go.Figure, title: str, ytitle: str) -> go.Figure:
+    fig.update_layout(title=title, xaxis_title="model call", yaxis_title=ytitle,
+                      template="plotly_white", legend={"orientation": "h", "y": -0.2},
+                      margin={"l": 60, "r": 20, "t": 60, "b": 60}, height=420)
+    return fig
+
+
+def tokens_per_turn(run_or_records, window: int | None = None, trigger: int | None = None,
+                    title: str = "Tokens per model call") -> go.Figure:
+    """Tokens the model saw on each call (and the stored history beside it), with the window
+    line and, if given, a trigger line. A call that failed is marked with an x."""
+    records = _records(run_or_records)
+    x = [r.index for r in records]
+    fig = go.Figure()
+    fig.add_scatter(x=x, y=[r.stored for r in records], name="stored (state)", mode="lines",
+                    line={"dash": "dot", "color": "#888"})
+    fig.add_scatter(x=x, y=[r.seen for r in records], name="seen by the model",
+                    mode="lines+markers", line={"color": "#EF553B"})
+    failed = [r for r in records if r.error]
+    if failed:
+        fig.add_scatter(x=[r.index for r in failed], y=[r.seen for r in failed], name="call failed",
+                        mode="markers", marker={"symbol": "x", "size": 14, "color": "black"},
+                        hovertext=[r.error for r in failed])
+    if window:
+        fig.add_hline(y=window, line={"color": "black", "width": 2},
+                      annotation_text=f"window {window:,}", annotation_position="top left")
+    if trigger:
+        fig.add_hline(y=trigger, line={"color": "#FFA15A", "dash": "dash"},
+                      annotation_text=f"trigger {trigger:,}", annotation_position="bottom left")
+    return _layout(fig, title, "tokens")
+
+
+def composition(run_or_records, title: str = "What the model saw, by kind") -> go.Figure:
+    """Stacked bars: each call's context split into system, tool schemas, human, AI, tool
+    results and summary."""
+    records = _records(run_or_records)
+    fig = go.Figure()
+    for kind in KINDS:
+        fig.add_bar(x=[r.index for r in records], y=[r.by_kind[kind] for r in records], name=kind,
+                    marker_color=_COLORS[kind])
+    fig.update_layout(barmode="stack")
+    return _layout(fig, title, "tokens")
+
+
+def cost_curve(*runs, names: Sequence[str] | None = None,
+               title: str = "Cumulative cost (illustrative prices)") -> go.Figure:
+    """Cumulative dollars over model calls, one line per run: every call re-sends the history,
+    so cost grows with the square of the run's length."""
+    names = list(names or [f"run {i + 1}" for i in range(len(runs))])
+    if len(names) != len(runs):
+        raise ValueError(f"got {len(runs)} runs but {len(names)} names")
+    fig = go.Figure()
+    for run, name in zip(runs, names):
+        records = _records(run)
+        fig.add_scatter(x=[r.index for r in records], y=list(accumulate(r.cost for r in records)),
+                        name=name, mode="lines+markers")
+    fig.update_yaxes(tickprefix="$")
+    return _layout(fig, title, "dollars")
