@@ -261,6 +261,7 @@ class Score:
     goal_completed: bool
     steps_repeated: int
     needle_correct: bool
+    goal_lost: int = 0
     repeated: tuple[str, ...] = ()
     missing: tuple[str, ...] = ()
     error: str | None = None
@@ -271,6 +272,8 @@ class Score:
             f"steps repeated: {self.steps_repeated}",
             f"needle answered correctly: {'yes' if self.needle_correct else 'no'}",
         ]
+        if self.goal_lost:
+            parts.append(f"lost the goal: {self.goal_lost}x")
         if self.error:
             parts.append(f"error: {self.error}")
         return " | ".join(parts)
@@ -300,6 +303,8 @@ def score(result: Run) -> Score:
             missing.append(f"{REPORT_PATH} does not cover {c['name']}")
     if RISKS_PATH not in result.files:
         missing.append(f"{RISKS_PATH} was not written")
+    from labkit.prompts import GOAL_LOST
+
     answers = [m for m in result.messages if isinstance(m, AIMessage) and not m.tool_calls]
     last_answer = _text(answers[-1]) if answers else ""
     asked = any(isinstance(m, HumanMessage) and _text(m) == NEEDLE_QUESTION for m in result.messages)
@@ -307,6 +312,7 @@ def score(result: Run) -> Score:
         goal_completed=not missing and result.error is None,
         steps_repeated=sum(n - 1 for n in calls.values() if n > 1),
         needle_correct=asked and needle().answer in last_answer,
+        goal_lost=sum(_text(m) == GOAL_LOST for m in answers),
         repeated=repeated,
         missing=tuple(missing),
         error=None if result.error is None else f"{type(result.error).__name__}: {result.error}",

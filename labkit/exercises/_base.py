@@ -9,6 +9,13 @@ from typing import Any
 __all__ = ["Exercise"]
 
 
+class Say(str):
+    """A string that a notebook shows as plain text, without quotes."""
+
+    def __repr__(self) -> str:
+        return str(self)
+
+
 @dataclass
 class Exercise:
     """One exercise: a prompt, a checker, hints that unlock one at a time, a solution.
@@ -28,17 +35,17 @@ class Exercise:
         problem = self.checker(answer)
         if problem:
             raise AssertionError(f"Not yet: {problem}  (call .hint() for a hint)")
-        return "Correct!"
+        return Say("Correct!")
 
     def hint(self) -> str:
         if not self.hints:
-            return "No hints for this one."
+            return Say("No hints for this one.")
         text = self.hints[min(self._hints_shown, len(self.hints) - 1)]
         self._hints_shown = min(self._hints_shown + 1, len(self.hints))
-        return f"Hint {self._hints_shown}/{len(self.hints)}: {text}"
+        return Say(f"Hint {self._hints_shown}/{len(self.hints)}: {text}")
 
     def solution(self) -> str:
-        return self.solution_text
+        return Say(self.solution_text)
 
     def __repr__(self) -> str:
         return f"Exercise: {self.prompt}"

@@ -1,0 +1,62 @@
+"""Small tables for notebooks: a list of dicts in, an object that renders as HTML out.
+
+Used by every notebook to show a result as a table rather than prints. Nothing else: no
+pandas dependency, no styling beyond right-aligned numbers.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+__all__ = ["Table", "table"]
+
+
+def _cell(value: Any) -> str:
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, int):
+        return f"{value:,}"
+    if isinstance(value, float):
+        return f"{value:,.4g}" if abs(value) < 1000 else f"{value:,.0f}"
+    return str(value)
+
+
+class Table:
+    """Rows of dicts, shown as an HTML table in Jupyter and as aligned text elsewhere."""
+
+    def __init__(self, rows: Sequence[Mapping[str, Any]], columns: Sequence[str] | None = None):
+        self.rows = [dict(r) for r in rows]
+        self.columns = list(columns or dict.fromkeys(k for r in self.rows for k in r))
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def column(self, name: str) -> list[Any]:
+        if name not in self.columns:
+            raise KeyError(f"no column {name!r}; columns are {self.columns}")
+        return [r.get(name) for r in self.rows]
+
+    def _repr_html_(self) -> str:
+        head = "".join(f"<th>{html.escape(c)}</th>" for c in self.columns)
+        body = "".join(
+            "<tr>" + "".join(
+                f"<td style='text-align:{'right' if isinstance(r.get(c), (int, float)) else 'left'}'>"
+                f"{html.escape(_cell(r.get(c, '')))}</td>" for c in self.columns) + "</tr>"
+            for r in self.rows)
+        return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+    def __str__(self) -> str:
+        cells = [[_cell(r.get(c, "")) for c in self.columns] for r in self.rows]
+        widths = [max([len(c)] + [len(row[i]) for row in cells]) for i, c in enumerate(self.columns)]
+        lines = ["  ".join(c.ljust(w) for c, w in zip(self.columns, widths))]
+        lines += ["  ".join(v.ljust(w) for v, w in zip(row, widths)) for row in cells]
+        return "\n".join(lines)
+
+    __repr__ = __str__
+
+
+def table(rows: Sequence[Mapping[str, Any]], columns: Sequence[str] | None = None) -> Table:
+    """Make a :class:`Table` from a list of dicts (columns default to the keys, in order)."""
+    return Table(rows, columns)
