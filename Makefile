@@ -1,0 +1,81 @@
+# labkit — two commands for a fresh machine that has only Python >= 3.11 and make:
+#
+#   make lab     set everything up, then open JupyterLab on notebooks/
+#   make test    set everything up, then run the whole test suite (what CI runs)
+#
+# Setup, done once and redone only when uv.lock or pyproject.toml changes:
+#   1. check that $(PYTHON) is Python >= 3.11;
+#   2. make a small tools venv, .tools/, with `python -m venv`, and pip-install uv (pinned) into it;
+#   3. `uv sync --frozen` builds .venv/ with exactly the versions in uv.lock, compiling bytecode
+#      ([tool.uv] compile-bytecode in pyproject.toml) so kernels start fast.
+# uv never downloads a Python (UV_PYTHON_DOWNLOADS=never): it uses $(PYTHON).
+#
+# Other targets: make setup (steps 1-3 only), make lock (maintainers: re-lock and re-export
+# requirements.lock for conda/Binder; needs PyPI), make clean (remove .tools/ and .venv/).
+
+PYTHON ?= python3
+UV_VERSION := 0.13.9
+TOOLS := .tools
+VENV := .venv
+UV := $(TOOLS)/bin/uv
+SYNCED := $(VENV)/.labkit-synced
+# Two workers, whole files per worker (--dist loadfile): plain -n would scatter one notebook's
+# cells over both workers and break it.
+PYTEST_JOBS ?= 2
+PYTEST_ARGS ?=
+LAB_ARGS ?=
+
+export UV_PYTHON_DOWNLOADS := never
+
+.PHONY: lab test setup lock clean
+
+lab: $(SYNCED)
+	@flags="--ip=127.0.0.1"; \
+	if [ "$$(id -u)" = 0 ]; then flags="$$flags --allow-root"; fi; \
+	if [ "$$(uname -s)" = Linux ] && [ -z "$${DISPLAY:-}$${WAYLAND_DISPLAY:-}" ]; then \
+	  flags="$$flags --no-browser"; \
+	  echo "No display found: open the http://127.0.0.1:... URL printed below in your browser."; \
+	fi; \
+	set -x; exec $(VENV)/bin/jupyter lab notebooks/ $$flags $(LAB_ARGS)
+
+test: $(SYNCED)
+	$(VENV)/bin/python -m pytest -n $(PYTEST_JOBS) --dist loadfile $(PYTEST_ARGS)
+
+setup: $(SYNCED)
+
+# Step 1 and 2. The stamp's name carries the uv version, so changing UV_VERSION reinstalls uv.
+$(TOOLS)/.uv-$(UV_VERSION):
+	@command -v $(PYTHON) >/dev/null 2>&1 || { \
+	  echo "error: '$(PYTHON)' not found. Install Python >= 3.11, or run: make $(MAKECMDGOALS) PYTHON=/path/to/python3.11"; \
+	  exit 1; }
+	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' || { \
+	  echo "error: labkit needs Python >= 3.11, but $(PYTHON) is $$($(PYTHON) -c 'import platform; print(platform.python_version())')."; \
+	  echo "       Install a newer Python, or run: make $(MAKECMDGOALS) PYTHON=/path/to/python3.11"; \
+	  exit 1; }
+	@rm -rf $(TOOLS)
+	@$(PYTHON) -m venv $(TOOLS) || { \
+	  rm -rf $(TOOLS); \
+	  v=$$($(PYTHON) -c 'import sys; print("%d.%d" % sys.version_info[:2])'); \
+	  echo ""; \
+	  echo "error: '$(PYTHON) -m venv' failed: this Python has no venv/ensurepip module."; \
+	  echo "       On Debian or Ubuntu install it, then run make again:"; \
+	  echo ""; \
+	  echo "           sudo apt install python3-venv      (or python$$v-venv)"; \
+	  echo ""; \
+	  exit 1; }
+	$(TOOLS)/bin/pip install --disable-pip-version-check --quiet uv==$(UV_VERSION)
+	@touch $@
+
+# Step 3. Re-runs when uv.lock or pyproject.toml is newer than the stamp (or .venv is gone).
+$(SYNCED): uv.lock pyproject.toml | $(TOOLS)/.uv-$(UV_VERSION)
+	$(UV) sync --frozen --all-extras --python "$$($(PYTHON) -c 'import sys; print(sys.executable)')"
+	@touch $@
+
+# Maintainers only (needs PyPI): after changing dependencies in pyproject.toml.
+lock: $(TOOLS)/.uv-$(UV_VERSION)
+	$(UV) lock
+	$(UV) export --frozen --all-extras --no-emit-project --no-hashes --output-file requirements.lock
+
+clean:
+	rm -rf $(TOOLS) $(VENV) .pytest_cache .hypothesis
+	find . -name __pycache__ -type d -prune -exec rm -rf {} +

@@ -1,0 +1,137 @@
+"""The install story stays consistent: one set of pins, two ways in, one test command.
+
+uv.lock is the source of truth. requirements.lock is exported from it for conda/Binder
+(environment.yml), the Makefile pins the uv that reads it, and .ci/run runs the README's test
+command. Pure file reading: no network, no install.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tomllib
+from pathlib import Path
+
+import pytest
+import yaml
+from nbval.plugin import get_sanitize_patterns
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
+
+ROOT = Path(__file__).resolve().parent.parent
+PIN = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)==([^\s;]+)\s*(?:;\s*(.+))?$")
+
+
+def lock_versions() -> dict[str, set[str]]:
+    """uv.lock's versions by package name (a package can be locked twice, split by markers)."""
+    lock = tomllib.loads((ROOT / "uv.lock").read_text())
+    versions: dict[str, set[str]] = {}
+    for pkg in lock["package"]:
+        if "version" in pkg:
+            versions.setdefault(canonicalize_name(pkg["name"]), set()).add(pkg["version"])
+    return versions
+
+
+def exported_pins(text: str) -> list[tuple[str, str]]:
+    """``(name, version)`` for every ``name==version [; marker]`` line of a requirements file."""
+    pins = []
+    for line in text.splitlines():
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        m = PIN.match(line)
+        assert m, f"requirements.lock: not a plain pin: {line!r}"
+        pins.append((canonicalize_name(m[1]), m[2]))
+    return pins
+
+
+def test_requirements_lock_has_exactly_uv_locks_pins():
+    locked = lock_versions()
+    project = canonicalize_name(tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["name"])
+    pins = exported_pins((ROOT / "requirements.lock").read_text())
+    wrong = [f"{n}=={v} (uv.lock has {sorted(locked.get(n, []))})"
+             for n, v in pins if v not in locked.get(n, set())]
+    assert not wrong, "requirements.lock disagrees with uv.lock; run `make lock`: " + ", ".join(wrong)
+    missing = {n for n in locked if n != project} - {n for n, _ in pins}
+    assert not missing, f"in uv.lock but not exported to requirements.lock: {sorted(missing)}"
+
+
+def test_exported_pins_are_parsed_not_skipped():
+    pins = exported_pins("# header\nnumpy==2.4.6 ; python_full_version < '3.12'\n    # via x\nA_b.c==1.0\n")
+    assert pins == [("numpy", "2.4.6"), ("a-b-c", "1.0")]
+    with pytest.raises(AssertionError, match="not a plain pin"):
+        exported_pins("-e .\n")
+
+
+def test_uv_lock_matches_pyproject_dependencies():
+    """uv.lock records the requirements it was solved for; they must still be pyproject's."""
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    lock = tomllib.loads((ROOT / "uv.lock").read_text())
+    (me,) = [p for p in lock["package"] if p["name"] == project["name"]]
+
+    def norm(req: Requirement, extra: str | None) -> tuple:
+        return (canonicalize_name(req.name), str(req.specifier), extra)
+
+    wanted = {norm(Requirement(r), None) for r in project["dependencies"]}
+    for extra, reqs in project.get("optional-dependencies", {}).items():
+        wanted |= {norm(Requirement(r), extra) for r in reqs}
+    solved = set()
+    for r in me["metadata"]["requires-dist"]:
+        extra = re.search(r"extra == '([^']+)'", r.get("marker", ""))
+        solved.add((canonicalize_name(r["name"]), r.get("specifier", ""), extra and extra[1]))
+    assert wanted == solved, ("pyproject.toml and uv.lock disagree; run `make lock`. "
+                              f"only in pyproject: {sorted(wanted - solved)}; "
+                              f"only in uv.lock: {sorted(solved - wanted)}")
+
+
+def test_environment_yml_installs_the_exported_pins():
+    env = yaml.safe_load((ROOT / "environment.yml").read_text())
+    assert env["channels"] == ["conda-forge"]
+    deps = env["dependencies"]
+    assert "python=3.11" in deps and "pip" in deps
+    (pip_section,) = [d["pip"] for d in deps if isinstance(d, dict)]
+    assert "-r requirements.lock" in pip_section, pip_section
+    assert "-e ." in pip_section, pip_section
+    requires = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["requires-python"]
+    assert requires == ">=3.11", "environment.yml pins python=3.11: keep them in step"
+
+
+def ci_command() -> str:
+    lines = [ln.strip() for ln in (ROOT / ".ci/run").read_text().splitlines()]
+    return [ln for ln in lines if ln and not ln.startswith("#")][-1]
+
+
+def test_ci_runs_the_readme_test_command():
+    script = (ROOT / ".ci/run").read_text()
+    assert script.startswith("#!/usr/bin/env bash\n") and "set -euo pipefail" in script
+    assert os.access(ROOT / ".ci/run", os.X_OK), ".ci/run must be executable"
+    command = ci_command()
+    assert command == "make test"
+    readme = (ROOT / "README.md").read_text()
+    assert re.search(rf"^\s*{re.escape(command)}\s*$", readme, re.MULTILINE), (
+        f"README.md never shows the CI command {command!r} on a line of its own")
+
+
+def test_makefile_pins_uv_and_syncs_frozen():
+    makefile = (ROOT / "Makefile").read_text()
+    version = re.search(r"^UV_VERSION\s*:?=\s*(\d+\.\d+\.\d+)\s*$", makefile, re.MULTILINE)
+    assert version, "the Makefile must pin uv: UV_VERSION := X.Y.Z"
+    assert "pip install" in makefile and "uv==$(UV_VERSION)" in makefile
+    assert "$(UV) sync --frozen --all-extras" in makefile
+    assert "UV_PYTHON_DOWNLOADS := never" in makefile
+    assert "--dist loadfile" in makefile, "plain -n scatters a notebook's cells over workers"
+
+
+def test_uv_compiles_bytecode_and_never_downloads_python():
+    uv = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["uv"]
+    assert uv["compile-bytecode"] is True
+    assert uv["python-downloads"] == "never"
+
+
+def test_sanitizer_masks_timestamps_addresses_and_uuids():
+    patterns = get_sanitize_patterns((ROOT / "tests/nbval_sanitize.cfg").read_text())
+    assert len(patterns) == 3
+    text = "at 2026-03-02 09:15:27.123 <A object at 0x7f2a9c> /large_tool_results/1b4e28ba-2fa1-11d2-883f-0016d3cca427"
+    for regex, replace in patterns:
+        text = re.sub(regex, replace, text)
+    assert text == "at DATETIME <A object at 0xADDRESS> /large_tool_results/UUID"
