@@ -22,8 +22,13 @@ _COLORS = {"system": "#636EFA", "tools": "#AB63FA", "human": "#00CC96", "ai": "#
 
 def _records(run_or_records) -> list[CallRecord]:
     records = getattr(run_or_records, "records", run_or_records)
-    if not isinstance(records, Sequence) or not all(isinstance(r, CallRecord) for r in records):
-        raise TypeError("pass a scenario.Run or a list of trace.CallRecord")
+    if isinstance(records, str) or not isinstance(records, Sequence):
+        raise TypeError(f"pass a scenario.Run or a list of trace.CallRecord, not "
+                        f"{type(run_or_records).__name__}")
+    for i, r in enumerate(records):
+        if not isinstance(r, CallRecord):
+            raise TypeError(f"pass a scenario.Run or a list of trace.CallRecord; item {i} is a "
+                            f"{type(r).__name__}")
     return list(records)
 
 

@@ -5,12 +5,18 @@ Notebook 03 introduces it; every plot in the course is drawn from its records.
 An agent keeps one history (``state["messages"]``) but each middleware may rewrite the *request*
 on its way to the model: drop old turns behind a summary, shorten arguments, swap a big result
 for a file path. :class:`Recorder`, placed innermost (last in the middleware list), measures the
-request as it finally leaves for the model, and the stored history beside it:
+request as it finally leaves for the model, and the stored history beside it. Placed first it
+measures the request *before* the others have edited it — notebook 03 shows the difference:
 
 * ``stored`` — BPE tokens of ``state["messages"]``;
 * ``seen`` — BPE tokens of what the model received, split by kind: system prompt, tool schemas,
   human, AI, tool results, summary;
 * cost at an illustrative price, and the model's reported usage when there is one.
+
+``seen`` counts exactly what ``LabModel`` counts as its input (``LabModel.calls[i].input_tokens``):
+each message — the system message too — at its BPE text plus 3 tokens of framing, and each tool
+schema as the JSON of its ``function`` part. A call that fails (a context overflow, say) is
+recorded with its ``error`` and costs nothing: providers do not bill a rejected request.
 
 What it leaves out: provider-side accounting (cached-token discounts, hidden reasoning tokens).
 """
@@ -35,12 +41,14 @@ def kind_of(message: BaseMessage) -> str:
     """Which slice of the context a message belongs to."""
     if message.additional_kwargs.get("lc_source") == "summarization":
         return "summary"
-    return {"system": "system", "human": "human", "ai": "ai", "tool": "tool"}.get(message.type, "human")
+    kinds = {"system": "system", "human": "human", "ai": "ai", "tool": "tool"}
+    return kinds.get(message.type, "human")
 
 
 @dataclass
 class CallRecord:
-    """One model call, measured."""
+    """One model call, measured. ``seen == sum(by_kind.values())``; ``stored`` counts
+    ``state["messages"]`` (no system prompt, no tool schemas)."""
 
     index: int
     turn: int
@@ -89,10 +97,13 @@ class Recorder(AgentMiddleware):
 
     name = "labkit.Recorder"
 
-    def __init__(self, price: str | tuple[float, float] = "lab-model") -> None:
+    def __init__(self, price: str | tuple[float, float] = "lab-model", *,
+                 name: str | None = None) -> None:
         super().__init__()
         if isinstance(price, str) and price not in PRICES:
             raise ValueError(f"unknown price {price!r}: choose one of {sorted(PRICES)}")
+        if name is not None:  # create_agent refuses two middleware with the same name
+            self.name = name
         self.price = price
         self.records: list[CallRecord] = []
         self.turns: list[str] = []
@@ -120,8 +131,10 @@ class Recorder(AgentMiddleware):
 
     @staticmethod
     def _after(rec: CallRecord, response: Any, price) -> None:
-        result = getattr(response, "model_response", response)
-        messages = getattr(result, "result", None) or []
+        result = getattr(response, "model_response", response)  # ExtendedModelResponse
+        if isinstance(result, AIMessage):  # a wrap_model_call may return the message itself
+            result = [result]
+        messages = result if isinstance(result, list) else getattr(result, "result", None) or []
         ai = next((m for m in messages if isinstance(m, AIMessage)), None)
         if ai is not None:
             usage = ai.usage_metadata or {}

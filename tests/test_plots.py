@@ -1,0 +1,130 @@
+"""labkit.plots: each figure's data is the records' data — asserted on ``fig.data`` and
+``fig.layout``, never on a rendered picture."""
+
+from __future__ import annotations
+
+import pytest
+
+from labkit import LabModel, scenario
+from labkit import plots
+from labkit.trace import KINDS, CallRecord
+
+
+@pytest.fixture(scope="module")
+def ok_run():
+    return scenario.run(LabModel(window=1_000_000))
+
+
+@pytest.fixture(scope="module")
+def failed_run():
+    run = scenario.run(LabModel(window=128_000))
+    assert run.error is not None and run.records[-1].error
+    return run
+
+
+def _record(index: int, seen: int, error: str | None = None, **by) -> CallRecord:
+    by_kind = dict.fromkeys(KINDS, 0) | {"human": seen} | by
+    return CallRecord(index=index, turn=0, stored=seen, seen=sum(by_kind.values()),
+                      by_kind=by_kind, messages_stored=1, messages_seen=1, cost=seen / 1e6,
+                      error=error)
+
+
+def _trace(fig, name):
+    found = [t for t in fig.data if t.name == name]
+    assert len(found) == 1, f"expected one trace named {name!r}, got {[t.name for t in fig.data]}"
+    return found[0]
+
+
+# -- tokens_per_turn --------------------------------------------------------------------------
+
+
+def test_tokens_per_turn_plots_seen_and_stored_per_call(ok_run):
+    fig = plots.tokens_per_turn(ok_run, window=128_000)
+    seen, stored = _trace(fig, "seen by the model"), _trace(fig, "stored (state)")
+    assert list(seen.x) == list(range(len(ok_run.records)))
+    assert list(seen.y) == [r.seen for r in ok_run.records]
+    assert list(stored.y) == [r.stored for r in ok_run.records]
+    assert list(stored.x) == list(seen.x)
+
+
+def test_tokens_per_turn_draws_the_window_line(ok_run):
+    fig = plots.tokens_per_turn(ok_run, window=128_000)
+    [line] = fig.layout.shapes
+    assert line.type == "line" and line.y0 == line.y1 == 128_000
+    assert any("128,000" in a.text for a in fig.layout.annotations)
+    assert plots.tokens_per_turn(ok_run).layout.shapes == ()  # no window given, no line
+
+
+def test_tokens_per_turn_draws_window_and_trigger(ok_run):
+    fig = plots.tokens_per_turn(ok_run, window=128_000, trigger=100_000)
+    assert sorted(s.y0 for s in fig.layout.shapes) == [100_000, 128_000]
+    assert sorted(a.text for a in fig.layout.annotations) == ["trigger 100,000", "window 128,000"]
+
+
+def test_failed_call_marker_only_when_a_call_failed(ok_run, failed_run):
+    assert "call failed" not in [t.name for t in plots.tokens_per_turn(ok_run).data]
+    fig = plots.tokens_per_turn(failed_run, window=128_000)
+    marker = _trace(fig, "call failed")
+    last = failed_run.records[-1]
+    assert list(marker.x) == [last.index] and list(marker.y) == [last.seen]
+    assert marker.y[0] > 128_000
+    assert "ContextOverflowError" in marker.hovertext[0]
+
+
+def test_tokens_per_turn_takes_a_list_of_records():
+    records = [_record(0, 10), _record(1, 20, error="ContextOverflowError: too long")]
+    fig = plots.tokens_per_turn(records)
+    assert list(_trace(fig, "seen by the model").y) == [10, 20]
+    assert list(_trace(fig, "call failed").x) == [1]
+
+
+# -- composition ------------------------------------------------------------------------------
+
+
+def test_composition_has_one_bar_per_kind_summing_to_seen(ok_run):
+    fig = plots.composition(ok_run)
+    assert [t.name for t in fig.data] == list(KINDS)
+    assert all(t.type == "bar" for t in fig.data)
+    assert fig.layout.barmode == "stack"
+    for i, rec in enumerate(ok_run.records):
+        assert sum(t.y[i] for t in fig.data) == rec.seen
+        assert all(t.x[i] == rec.index for t in fig.data)
+
+
+def test_composition_shows_the_summary_slice():
+    fig = plots.composition([_record(0, 10, summary=5)])
+    assert _trace(fig, "summary").y[0] == 5
+    assert sum(t.y[0] for t in fig.data) == 15
+
+
+# -- cost_curve -------------------------------------------------------------------------------
+
+
+def test_cost_curve_is_cumulative_and_monotone(ok_run, failed_run):
+    fig = plots.cost_curve(ok_run, failed_run, names=["1M window", "128k window"])
+    assert [t.name for t in fig.data] == ["1M window", "128k window"]
+    for trace, run in zip(fig.data, (ok_run, failed_run), strict=True):
+        y = list(trace.y)
+        assert len(y) == len(run.records)
+        assert y == pytest.approx([sum(r.cost for r in run.records[: i + 1])
+                                   for i in range(len(y))])
+        assert all(b >= a for a, b in zip(y, y[1:]))
+    assert fig.data[0].y[-1] > fig.data[0].y[0] > 0
+
+
+def test_cost_curve_default_names_and_mismatched_names(ok_run):
+    assert [t.name for t in plots.cost_curve(ok_run, ok_run).data] == ["run 1", "run 2"]
+    with pytest.raises(ValueError, match="2 runs but 1 names"):
+        plots.cost_curve(ok_run, ok_run, names=["only one"])
+    with pytest.raises(ValueError, match="1 runs but 2 names"):
+        plots.cost_curve(ok_run, names=["a", "b"])
+
+
+# -- bad input --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("fn", [plots.tokens_per_turn, plots.composition, plots.cost_curve])
+@pytest.mark.parametrize("bad", [42, "records", {"records": []}, [1, 2], [None]])
+def test_wrong_input_type_raises_type_error(fn, bad):
+    with pytest.raises(TypeError, match="scenario.Run or a list of trace.CallRecord"):
+        fn(bad)

@@ -1,0 +1,271 @@
+"""labkit.trace: the Recorder measures what the model saw, and agrees with the model's own count.
+
+The oracle is ``LabModel.calls[i].input_tokens``: the lab model counts every message it received
+(the system message too) plus the JSON of each tool schema. A Recorder placed last must arrive at
+the same number on every call, however the request was rewritten on the way.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from langchain.agents import create_agent
+from langchain.agents.middleware import AgentMiddleware, ClearToolUsesEdit, ContextEditingMiddleware
+from langchain_core.exceptions import ContextOverflowError
+from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
+
+from labkit import LabModel, count_tokens, scenario
+from labkit.tokens import PRICES, TokenCounter, cost, tool_schema_tokens
+from labkit.trace import KINDS, CallRecord, Recorder, kind_of, measure
+
+BIG = 1_000_000  # a window nothing in the scenario reaches
+
+
+def _agent_calls(model: LabModel) -> list:
+    """The model's calls made by the agent loop (summaries are separate calls, not recorded)."""
+    return [c for c in model.calls if c.kind == "agent"]
+
+
+@pytest.fixture(scope="module")
+def naive():
+    model = LabModel(window=BIG)
+    return model, scenario.run(model)
+
+
+@pytest.fixture(scope="module")
+def cleared():
+    """Tool results cleared from the request (never from state) once messages pass 50k tokens."""
+    model = LabModel(window=BIG)
+    edit = ContextEditingMiddleware(edits=[ClearToolUsesEdit(trigger=50_000, keep=3)],
+                                    token_counter=count_tokens)
+    return model, scenario.run(model, middleware=[edit], turns=scenario.TURNS[:1],
+                               recursion_limit=40)
+
+
+@pytest.fixture(scope="module")
+def deep():
+    """deepagents compacts: its summarization rewrites the request behind a summary message."""
+    model = LabModel(window=60_000)
+    return model, scenario.run(model, harness="deep")
+
+
+# -- one record per call, and the numbers agree with the model --------------------------------
+
+
+def test_one_record_per_model_call(naive):
+    model, run = naive
+    assert run.error is None
+    assert len(run.records) == len(model.calls) > 10
+    assert [r.index for r in run.records] == list(range(len(run.records)))
+    assert all(isinstance(r, CallRecord) for r in run.records)
+
+
+def test_seen_is_the_sum_of_kinds_and_what_the_model_received(naive):
+    model, run = naive
+    for rec, call in zip(run.records, model.calls, strict=True):
+        assert set(rec.by_kind) == set(KINDS)
+        assert rec.seen == sum(rec.by_kind.values())
+        assert rec.seen == call.input_tokens == rec.reported_input
+        assert rec.messages_seen == len(call.messages)
+
+
+def test_tool_schemas_are_counted_on_every_call(naive):
+    model, run = naive
+    fixed = {r.by_kind["tools"] for r in run.records}
+    assert len(fixed) == 1 and fixed.pop() > 1000
+    assert run.records[0].by_kind["tool"] == 0
+    assert run.records[-1].by_kind["tool"] > run.records[-1].seen / 2
+
+
+def test_system_message_is_counted_like_the_model_counts_it():
+    model, rec = LabModel(window=BIG), Recorder()
+    prompt = "You are a careful analyst. Cite the export you used."
+    run = scenario.run(model, recorder=rec, turns=scenario.TURNS[:1], system_prompt=prompt)
+    assert run.error is None
+    for r, call in zip(rec.records, model.calls, strict=True):
+        assert isinstance(call.messages[0], SystemMessage)
+        assert r.by_kind["system"] == count_tokens(SystemMessage(prompt)) > 3
+        assert r.seen == call.input_tokens
+        assert r.messages_seen == len(call.messages) - 1  # the system message is not in messages
+
+
+def test_stored_counts_the_state_messages(naive):
+    model, run = naive
+    # with nothing rewriting the request, the model received exactly the stored history
+    for rec, call in zip(run.records, model.calls, strict=True):
+        assert rec.stored == count_tokens(call.messages)
+        assert rec.messages_stored == rec.messages_seen
+        assert rec.saved == 0
+    # the last call saw everything but its own answer
+    assert run.records[-1].stored == count_tokens(run.messages[:-1])
+    assert run.records[-1].messages_stored == len(run.messages) - 1
+
+
+def test_turns_are_numbered_from_start_turn(naive):
+    _, run = naive
+    assert [r.turn for r in run.records][0] == 0
+    assert sorted({r.turn for r in run.records}) == [0, 1, 2]
+    assert [r.turn for r in run.records] == sorted(r.turn for r in run.records)
+
+
+def test_tool_calls_and_output_tokens_come_from_the_response(naive):
+    model, run = naive
+    for rec, call in zip(run.records, model.calls, strict=True):
+        assert rec.tool_calls == [tc["name"] for tc in call.response.tool_calls]
+        assert rec.output_tokens == call.response.usage_metadata["output_tokens"] > 0
+
+
+# -- a middleware that rewrites the request: seen < stored ------------------------------------
+
+
+def test_cleared_tool_results_are_seen_but_not_stored(cleared):
+    model, run = cleared
+    calls = _agent_calls(model)
+    assert len(run.records) == len(calls)
+    edited = [r for r in run.records if r.saved > 0]
+    assert edited, "ClearToolUsesEdit should have cleared something past 50k tokens"
+    for rec, call in zip(run.records, calls, strict=True):
+        assert rec.seen == call.input_tokens  # still what the model received
+    rec, call = next((r, c) for r, c in zip(run.records, calls) if r.saved > 0)
+    assert rec.seen - rec.by_kind["tools"] < rec.stored
+    assert any(isinstance(m, ToolMessage) and m.content == "[cleared]" for m in call.messages)
+    # the state keeps every result in full
+    assert not any(isinstance(m, ToolMessage) and m.content == "[cleared]" for m in run.messages)
+
+
+def test_deep_summary_is_a_kind_of_its_own(deep):
+    model, run = deep
+    assert run.error is None
+    calls = _agent_calls(model)
+    assert len(run.records) == len(calls)
+    for rec, call in zip(run.records, calls, strict=True):
+        assert rec.seen == call.input_tokens
+        has_summary = any(m.additional_kwargs.get("lc_source") == "summarization"
+                          for m in call.messages)
+        assert (rec.by_kind["summary"] > 0) == has_summary
+    after = [r for r in run.records if r.by_kind["summary"] > 0]
+    assert after and all(r.seen < r.stored for r in after)
+    assert all(r.messages_seen < r.messages_stored for r in after)
+
+
+def test_deep_overflow_is_recorded_then_retried(deep):
+    model, run = deep
+    failed = [r for r in run.records if r.error]
+    assert len(failed) == 1 and failed[0].error.startswith("ContextOverflowError")
+    nxt = run.records[failed[0].index + 1]
+    assert nxt.stored == failed[0].stored and nxt.seen < failed[0].seen  # same state, compacted view
+
+
+# -- errors and cost --------------------------------------------------------------------------
+
+
+def test_an_overflow_is_recorded_on_the_last_record():
+    model = LabModel(window=128_000)
+    run = scenario.run(model)
+    assert isinstance(run.error, ContextOverflowError)
+    last = run.records[-1]
+    assert last.error and last.error.startswith("ContextOverflowError")
+    assert last.seen == model.calls[-1].input_tokens > 128_000
+    assert last.cost == 0.0 and last.output_tokens == 0 and last.reported_input is None
+    assert all(r.error is None for r in run.records[:-1])
+
+
+@pytest.mark.parametrize("price", ["lab-model", "small", "large", (2.0, 8.0)])
+def test_cost_uses_the_price(price):
+    rec = Recorder(price=price)
+    run = scenario.run(LabModel(window=BIG), recorder=rec, turns=scenario.TURNS[:1])
+    per_in, per_out = PRICES[price] if isinstance(price, str) else price
+    for r in run.records:
+        assert r.cost == pytest.approx((r.seen * per_in + r.output_tokens * per_out) / 1e6)
+        assert r.cost == cost(r.seen, r.output_tokens, price) > 0
+
+
+def test_an_unknown_price_is_refused():
+    with pytest.raises(ValueError, match="gpt-9"):
+        Recorder(price="gpt-9")
+
+
+# -- placement, names, async ------------------------------------------------------------------
+
+
+def test_a_recorder_placed_first_sees_the_request_before_it_is_edited():
+    early = Recorder(name="early")
+    edit = ContextEditingMiddleware(edits=[ClearToolUsesEdit(trigger=50_000, keep=3)],
+                                    token_counter=count_tokens)
+    run = scenario.run(LabModel(window=BIG), middleware=[early, edit], turns=scenario.TURNS[:1],
+                       recursion_limit=20)
+    assert len(early.records) == len(run.records)
+    for first, last in zip(early.records, run.records, strict=True):
+        assert first.stored == last.stored
+        assert first.saved == 0 and first.messages_seen == first.messages_stored
+        assert first.seen >= last.seen
+    assert any(first.seen > last.seen for first, last in zip(early.records, run.records))
+
+
+def test_two_recorders_need_two_names():
+    model = LabModel(window=BIG)
+    with pytest.raises(AssertionError, match="duplicate"):
+        create_agent(model, tools=scenario.tools(), middleware=[Recorder(), Recorder()])
+    create_agent(model, tools=scenario.tools(), middleware=[Recorder(name="a"), Recorder()])
+
+
+def test_async_path_records_through_awrap_model_call():
+    class AsyncOnly(Recorder):
+        def wrap_model_call(self, request, handler):
+            raise AssertionError("ainvoke must go through awrap_model_call")
+
+    model, rec = LabModel(window=BIG), AsyncOnly()
+    agent = create_agent(model, tools=scenario.tools(), middleware=[rec])
+    out = asyncio.run(agent.ainvoke({"messages": [HumanMessage(scenario.REQUEST)]}))
+    assert len(rec.records) == len(model.calls) > 10
+    assert [r.seen for r in rec.records] == [c.input_tokens for c in model.calls]
+    assert out["messages"][-1].content  # the run finished
+
+
+def test_async_errors_are_recorded():
+    model, rec = LabModel(window=1_000), Recorder()
+    agent = create_agent(model, tools=scenario.tools(), middleware=[rec])
+    with pytest.raises(ContextOverflowError):
+        asyncio.run(agent.ainvoke({"messages": [HumanMessage(scenario.REQUEST)]}))
+    assert rec.records[-1].error.startswith("ContextOverflowError")
+
+
+def test_an_inner_middleware_may_answer_in_place_of_the_model():
+    class Canned(AgentMiddleware):  # inside the Recorder: answers without calling the model
+        def wrap_model_call(self, request, handler):
+            return AIMessage("done", usage_metadata={"input_tokens": 7, "output_tokens": 2,
+                                                     "total_tokens": 9})
+
+    model, rec = LabModel(window=BIG), Recorder()
+    agent = create_agent(model, tools=[], middleware=[rec, Canned()])
+    agent.invoke({"messages": [HumanMessage("hi")]})
+    assert model.calls == []
+    [r] = rec.records
+    assert (r.output_tokens, r.reported_input) == (2, 7)
+    assert r.seen == count_tokens([HumanMessage("hi")])
+
+
+# -- the pure parts ---------------------------------------------------------------------------
+
+
+def test_kind_of():
+    summary = HumanMessage("## SESSION INTENT ...", additional_kwargs={"lc_source": "summarization"})
+    assert kind_of(summary) == "summary"
+    assert kind_of(SystemMessage("s")) == "system"
+    assert kind_of(HumanMessage("h")) == "human"
+    assert kind_of(AIMessage("a")) == "ai"
+    assert kind_of(ToolMessage("t", tool_call_id="1")) == "tool"
+
+
+def test_measure_splits_by_kind_and_counts_schemas_like_tokens():
+    tools = scenario.tools()
+    msgs = [HumanMessage("hello"), AIMessage("", tool_calls=[
+        {"name": "search_news", "args": {"ticker": "BRLM"}, "id": "1", "type": "tool_call"}]),
+        ToolMessage("news", tool_call_id="1")]
+    by = measure(msgs, SystemMessage("be brief"), tools, TokenCounter())
+    assert by["tools"] == tool_schema_tokens(tools)
+    assert by["system"] == count_tokens(SystemMessage("be brief"))
+    assert by["human"] + by["ai"] + by["tool"] == count_tokens(msgs)
+    assert by["summary"] == 0
+    assert measure([]) == dict.fromkeys(KINDS, 0)
