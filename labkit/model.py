@@ -54,11 +54,11 @@ from langchain_core.messages import (
 from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
 from langchain_core.runnables import Runnable
 from langchain_core.utils.function_calling import convert_to_openai_tool
-from pydantic import Field, PrivateAttr, field_validator
+from pydantic import Field, PrivateAttr, SecretStr, field_validator
 
 from labkit import prompts
 from labkit import scenario as sc
-from labkit.tokens import DEFAULT_ENCODING, TokenCounter, message_text
+from labkit.tokens import DEFAULT_ENCODING, TOKENS_PER_MESSAGE, TokenCounter, message_text
 
 __all__ = ["Call", "InvalidHistoryError", "LabModel", "get_model"]
 
@@ -111,6 +111,8 @@ def _read(messages: list[BaseMessage]) -> _View:
 
 
 def _check_history(messages: list[BaseMessage]) -> None:
+    """Refuse what a provider would refuse: nothing to answer, non-text content, a tool result
+    that answers no call, or a tool call left without its result."""
     if not messages:
         raise InvalidHistoryError(
             "LabModel was called with an empty message list: there is nothing to answer. Pass at "
@@ -120,7 +122,10 @@ def _check_history(messages: list[BaseMessage]) -> None:
     for i, m in enumerate(messages):
         if not isinstance(m, BaseMessage):
             raise InvalidHistoryError(f"item {i} is a {type(m).__name__}, not a langchain message")
-        message_text(m)  # raises a clear ValueError on non-text content
+        try:
+            message_text(m)
+        except ValueError as e:
+            raise InvalidHistoryError(f"message {i}: {e}") from e
         if isinstance(m, ToolMessage):
             if m.tool_call_id not in pending:
                 raise InvalidHistoryError(
@@ -132,15 +137,19 @@ def _check_history(messages: list[BaseMessage]) -> None:
             del pending[m.tool_call_id]
             continue
         if pending:
-            first = min(pending.values())
-            raise InvalidHistoryError(
-                f"the AI message at position {first} made tool calls {sorted(pending)} that have "
-                f"no tool result before the {m.type} message at position {i}. Real providers "
-                "reject this history (Anthropic: 'tool_use ids were found without tool_result "
-                "blocks immediately after')."
-            )
+            raise _unanswered(pending, f"the {m.type} message at position {i}")
         if isinstance(m, AIMessage):
             pending = {tc["id"]: i for tc in m.tool_calls}
+    if pending:
+        raise _unanswered(pending, "the end of the history")
+
+
+def _unanswered(pending: dict[str, int], where: str) -> InvalidHistoryError:
+    return InvalidHistoryError(
+        f"the AI message at position {min(pending.values())} made tool calls {sorted(pending)} "
+        f"that have no tool result before {where}. Real providers reject this history "
+        "(Anthropic: 'tool_use ids were found without tool_result blocks immediately after')."
+    )
 
 
 def _section(text: str, name: str) -> str:
@@ -189,39 +198,43 @@ class LabModel(BaseChatModel):
     """As a summarizer, keep exact figures and ids instead of dropping them."""
     raw_subagent_output: bool = False
     """As a subagent, return the raw tool output instead of a short report."""
-    max_output_tokens: int = 4096
+    max_output_tokens: int = Field(default=4096, alias="max_tokens")
+    """Reported in the profile (deepagents budgets with it); the lab model's replies are not cut."""
     model_name: str = Field(default=MODEL_NAME, alias="model")
     encoding_name: str = DEFAULT_ENCODING
+    # The standard chat-model parameters, so LabModel drops in where a provider model was.
+    stop: list[str] | None = None
+    """Applied: a reply is cut at the first stop sequence."""
+    streaming: bool = False
+    """Applied: ``invoke`` goes through ``_stream``, as with provider models."""
+    temperature: float | None = None
+    """Accepted, no effect: the script is deterministic."""
+    timeout: float | None = None
+    """Accepted, no effect: nothing goes over a network (nor do ``max_retries`` and ``api_key``)."""
+    max_retries: int | None = None
+    api_key: SecretStr | None = None
 
     _calls: list[Call] = PrivateAttr(default_factory=list)
     _ids: Any = PrivateAttr(default_factory=lambda: itertools.count(1))
     _counter: TokenCounter | None = PrivateAttr(default=None)
 
-    model_config = {"populate_by_name": True}
+    model_config = {"populate_by_name": True, "extra": "forbid"}
 
-    @field_validator("window", "max_output_tokens")
+    @field_validator("window", "max_output_tokens", mode="before")
     @classmethod
-    def _positive(cls, v: int, info) -> int:
+    def _positive(cls, v: Any, info) -> int:
         if isinstance(v, bool) or not isinstance(v, int) or v <= 0:
-            raise ValueError(f"{info.field_name} must be a positive number of tokens, got {v!r}")
+            raise ValueError(f"{info.field_name} must be a positive whole number of tokens, "
+                             f"got {v!r}")
         return v
 
     def _resolve_model_profile(self):
         if "profile" in self.model_fields_set:  # profile=None given explicitly: keep none
             return None
-        return {
-            "max_input_tokens": self.window,
-            "max_output_tokens": self.max_output_tokens,
-            "tool_calling": True,
-            "tool_choice": True,
-            "structured_output": False,
-            "text_inputs": True,
-            "text_outputs": True,
-            "image_inputs": False,
-            "audio_inputs": False,
-            "video_inputs": False,
-            "pdf_inputs": False,
-        }
+        return {"max_input_tokens": self.window, "max_output_tokens": self.max_output_tokens,
+                "tool_calling": True, "tool_choice": True, "structured_output": False,
+                "text_inputs": True, "text_outputs": True, "image_inputs": False,
+                "audio_inputs": False, "video_inputs": False, "pdf_inputs": False}
 
     # -- what the lab knows about itself -------------------------------------------------------
 
@@ -235,9 +248,13 @@ class LabModel(BaseChatModel):
                 "keep_figures": self.keep_figures}
 
     def _get_ls_params(self, stop: list[str] | None = None, **kwargs: Any) -> LangSmithParams:
-        params = super()._get_ls_params(stop=stop, **kwargs)
-        params["ls_provider"] = PROVIDER
-        params["ls_model_name"] = self.model_name
+        params = LangSmithParams(ls_provider=PROVIDER, ls_model_type="chat",
+                                 ls_model_name=kwargs.get("model") or self.model_name,
+                                 ls_max_tokens=self.max_output_tokens)
+        if self.temperature is not None:
+            params["ls_temperature"] = self.temperature
+        if stop or self.stop:
+            params["ls_stop"] = stop or self.stop
         return params
 
     @property
@@ -271,7 +288,10 @@ class LabModel(BaseChatModel):
 
     # -- the call ------------------------------------------------------------------------------
 
-    def _respond(self, messages: list[BaseMessage], stop, tools, tool_choice) -> AIMessage:
+    def _respond(self, messages: list[BaseMessage], stop: list[str] | None, tools=None,
+                 tool_choice: Any = None, model: str | None = None, **_: Any) -> AIMessage:
+        """One call: check the history, log it, refuse an overflow, act, then stamp the reply.
+        ``model`` (a per-call override) only renames the reply: there is one script."""
         tools = list(tools or [])
         _check_history(messages)
         names = [t["function"]["name"] for t in tools]
@@ -291,62 +311,41 @@ class LabModel(BaseChatModel):
             message = AIMessage(self._summarize(last, prompt=last))
         else:
             message = self._act(_read(messages), tools, tool_choice)
-        if stop and isinstance(message.content, str):
-            for s in stop:
-                if s and s in message.content:
-                    message.content = message.content[: message.content.index(s)]
-        n_out = self.counter.message(message) - 3
+        for s in stop or self.stop or ():
+            if s and s in message.content:
+                message.content = message.content[: message.content.index(s)]
+        n_out = self.counter.message(message) - TOKENS_PER_MESSAGE
         message.id = f"lab-{len(self._calls)}"
         message.usage_metadata = {"input_tokens": n_in, "output_tokens": n_out,
                                   "total_tokens": n_in + n_out}
-        message.response_metadata = {"model_name": self.model_name, "model_provider": PROVIDER,
+        message.response_metadata = {"model_name": model or self.model_name,
+                                     "model_provider": PROVIDER,
                                      "finish_reason": "tool_calls" if message.tool_calls else "stop"}
         call.response = message
         return message
 
-    def _generate(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: CallbackManagerForLLMRun | None = None,
-        *,
-        tools: list[dict] | None = None,
-        tool_choice: Any = None,
-        **kwargs: Any,
-    ) -> ChatResult:
-        message = self._respond(messages, stop, tools, tool_choice)
+    def _generate(self, messages: list[BaseMessage], stop: list[str] | None = None,
+                  run_manager: CallbackManagerForLLMRun | None = None, **kwargs: Any) -> ChatResult:
+        message = self._respond(messages, stop, **kwargs)
         return ChatResult(generations=[ChatGeneration(message=message)])
 
-    def _stream(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: CallbackManagerForLLMRun | None = None,
-        *,
-        tools: list[dict] | None = None,
-        tool_choice: Any = None,
-        **kwargs: Any,
-    ) -> Iterator[ChatGenerationChunk]:
-        message = self._respond(messages, stop, tools, tool_choice)
-        pieces = re.findall(r"\S+\s*|\s+", message.content) if message.content else []
-        for piece in pieces:
+    def _stream(self, messages: list[BaseMessage], stop: list[str] | None = None,
+                run_manager: CallbackManagerForLLMRun | None = None,
+                **kwargs: Any) -> Iterator[ChatGenerationChunk]:
+        """The reply word by word, then one last chunk with the tool calls, the usage and the
+        metadata (so usage is counted once when chunks are added up)."""
+        message = self._respond(messages, stop, **kwargs)
+        for piece in re.findall(r"\S+\s*|\s+", message.content):
             chunk = ChatGenerationChunk(message=AIMessageChunk(content=piece, id=message.id))
             if run_manager:
                 run_manager.on_llm_new_token(piece, chunk=chunk)
             yield chunk
-        last = AIMessageChunk(
-            content="",
-            id=message.id,
-            tool_call_chunks=[
-                {"name": tc["name"], "args": json.dumps(tc["args"]), "id": tc["id"], "index": i,
-                 "type": "tool_call_chunk"}
-                for i, tc in enumerate(message.tool_calls)
-            ],
-            usage_metadata=message.usage_metadata,
-            response_metadata=message.response_metadata,
-            chunk_position="last",
-        )
-        yield ChatGenerationChunk(message=last)
+        yield ChatGenerationChunk(message=AIMessageChunk(
+            content="", id=message.id, chunk_position="last",
+            tool_call_chunks=[{"name": tc["name"], "args": json.dumps(tc["args"]), "id": tc["id"],
+                               "index": i, "type": "tool_call_chunk"}
+                              for i, tc in enumerate(message.tool_calls)],
+            usage_metadata=message.usage_metadata, response_metadata=message.response_metadata))
 
     # -- behaviour -----------------------------------------------------------------------------
 
@@ -536,11 +535,12 @@ def _literal_args(schema: dict, view: _View) -> dict:
             args = {}
     for name in fn.get("parameters", {}).get("required", []):
         if name not in args:
-            args[name] = _placeholder(props.get(name, {}))
+            args[name] = _placeholder(name, props.get(name, {}))
     return args
 
 
-def _placeholder(prop: dict) -> Any:
+def _placeholder(name: str, prop: dict) -> Any:
+    """A value that fits the schema and shows it was not understood: ``"<name>"`` for text."""
     if "default" in prop:
         return prop["default"]
     if prop.get("enum"):
@@ -548,7 +548,8 @@ def _placeholder(prop: dict) -> Any:
     kind = prop.get("type")
     if isinstance(kind, list):
         kind = next((k for k in kind if k != "null"), "string")
-    return {"integer": 0, "number": 0.0, "boolean": False, "array": [], "object": {}}.get(kind, "")
+    return {"integer": 0, "number": 0.0, "boolean": False, "array": [], "object": {}}.get(
+        kind, f"<{name}>")
 
 
 # -- choosing a model ---------------------------------------------------------------------------
