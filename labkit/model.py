@@ -353,22 +353,24 @@ class LabModel(BaseChatModel):
         return {"name": name, "args": args, "id": f"call_{next(self._ids):03d}", "type": "tool_call"}
 
     def _act(self, view: _View, tools: list[dict], tool_choice: Any) -> AIMessage:
+        """Decide from the context alone; ``tool_choice`` narrows the tools it may call ("none":
+        none, a name: that one) and, if it forces a call the script did not make, the call is
+        made with literal arguments or placeholders."""
         names = [t["function"]["name"] for t in tools]
-        if tool_choice == "none":
-            names = []
+        forced = bool(names) and (tool_choice in ("any", "required", True) or tool_choice in names)
+        if tool_choice == "none" or tool_choice in names:
+            names = [n for n in names if n == tool_choice]
+            tools = [t for t in tools if t["function"]["name"] in names]
         task = _active_task(view)
         if task is None:
-            message = self._outside(view, tools if names else [], tool_choice)
+            message = self._outside(view, tools)
         elif task.key == "needle":
             message = self._answer_needle(view, names)
         else:
             message = self._work(task, view, names)
-        forced = tool_choice in ("any", "required", True) or (
-            isinstance(tool_choice, str) and tool_choice in names)
         if forced and not message.tool_calls:
-            target = tool_choice if tool_choice in names else names[0]
-            schema = next(t for t in tools if t["function"]["name"] == target)
-            message = AIMessage("", tool_calls=[self._tool_call(target, _literal_args(schema, view))])
+            message = AIMessage("", tool_calls=[
+                self._tool_call(names[0], _literal_args(tools[0], view))])
         return message
 
     def _work(self, task: sc.Task, view: _View, names: list[str]) -> AIMessage:
@@ -425,7 +427,7 @@ class LabModel(BaseChatModel):
             detail = " — my summary says the figure was reported, but not its value"
         return AIMessage(prompts.NEEDLE_NOT_FOUND.format(detail=detail))
 
-    def _outside(self, view: _View, tools: list[dict], tool_choice: Any) -> AIMessage:
+    def _outside(self, view: _View, tools: list[dict]) -> AIMessage:
         """No scenario task is visible: goal lost, a literal tool call, or the plain intro."""
         lab_context = any(s.evidence in view.text for t in sc.tasks() for s in t.steps) or \
             "SESSION INTENT" in view.text
@@ -573,7 +575,7 @@ def get_model(spec: str | None = None, **kwargs: Any) -> BaseChatModel:
     if spec in ("", "lab", "labkit", MODEL_NAME):
         return LabModel(**kwargs)
     provider, sep, name = spec.partition(":")
-    if not sep or not name:
+    if not (provider and sep and name):
         raise ValueError(f"LABKIT_MODEL must look like provider:model (e.g. openai:gpt-4.1-mini), "
                          f"got {spec!r}")
     if provider not in _PROVIDERS:

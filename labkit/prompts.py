@@ -7,6 +7,7 @@ from __future__ import annotations
 
 __all__ = [
     "GOAL_LOST",
+    "KEEP_FIGURES",
     "LAB_MODEL_INTRO",
     "NEEDLE_NOT_FOUND",
     "SUMMARY_PROMPT",
@@ -58,4 +59,5 @@ What remains to be done.
 {messages}
 </messages>"""
 
+# What labkit's summary prompt puts in {fidelity} to keep figures; the lab model obeys it.
 KEEP_FIGURES = "Keep exact figures and ids verbatim: amounts, percentages, dates, paths. "
