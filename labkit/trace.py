@@ -89,6 +89,10 @@ def measure(messages: list[BaseMessage], system: BaseMessage | None = None,
 class Recorder(AgentMiddleware):
     """Record every model call. Put it last in ``middleware=[...]`` so it sees the final request.
 
+    ``price`` names a row of ``labkit.tokens.PRICES`` or gives ``(input, output)`` dollars per
+    million tokens. ``name`` lets two recorders share one agent (``create_agent`` refuses two
+    middleware with the same name).
+
     Example:
         >>> rec = Recorder()
         >>> # create_agent(model, tools, middleware=[..., rec]); agent.invoke(...)
