@@ -14,7 +14,7 @@ import plotly.graph_objects as go
 
 from labkit.trace import KINDS, CallRecord
 
-__all__ = ["composition", "cost_curve", "tokens_per_turn"]
+__all__ = ["composition", "cost_curve", "token_rulers", "tokens_per_turn"]
 
 _COLORS = {"system": "#636EFA", "tools": "#AB63FA", "human": "#00CC96", "ai": "#FFA15A",
            "tool": "#EF553B", "summary": "#19D3F3"}
@@ -90,3 +90,27 @@ def cost_curve(*runs, names: Sequence[str] | None = None,
                         name=name, mode="lines+markers")
     fig.update_yaxes(tickprefix="$")
     return _layout(fig, title, "dollars")
+
+
+def token_rulers(rows, title: str = "Tokens per tool result: real BPE vs the chars/4 estimate") -> go.Figure:
+    """One panel per kind of text, with BPE and chars/4 bars per ticker (notebook 02).
+
+    ``rows`` are dicts with ``"text"`` (the panel), ``"ticker"``, ``"BPE"`` and ``"chars/4"``.
+    """
+    from plotly.subplots import make_subplots
+
+    rows = list(rows)
+    missing = [k for k in ("text", "ticker", "BPE", "chars/4") if rows and k not in rows[0]]
+    if not rows or missing:
+        raise ValueError(f"token_rulers needs rows with text, ticker, BPE and chars/4; missing {missing or 'rows'}")
+    kinds = list(dict.fromkeys(r["text"] for r in rows))
+    fig = make_subplots(rows=1, cols=len(kinds), subplot_titles=kinds, horizontal_spacing=0.08)
+    for col, kind in enumerate(kinds, start=1):
+        part = [r for r in rows if r["text"] == kind]
+        for key, name, color in (("BPE", "BPE (what the model counts)", "#EF553B"),
+                                 ("chars/4", "chars/4 (the estimate)", "#636EFA")):
+            fig.add_bar(x=[r["ticker"] for r in part], y=[r[key] for r in part], name=name,
+                        marker_color=color, legendgroup=key, showlegend=col == 1, row=1, col=col)
+    fig.update_layout(title=title, template="plotly_white", height=420, yaxis_title="tokens",
+                      legend={"orientation": "h", "y": -0.15})
+    return fig

@@ -128,3 +128,19 @@ def test_cost_curve_default_names_and_mismatched_names(ok_run):
 def test_wrong_input_type_raises_type_error(fn, bad):
     with pytest.raises(TypeError, match="scenario.Run or a list of trace.CallRecord"):
         fn(bad)
+
+
+def test_token_rulers_one_panel_per_kind_and_bars_match_rows():
+    rows = [{"text": k, "ticker": t, "BPE": b, "chars/4": a}
+            for k, t, b, a in [("en", "A", 10, 11), ("en", "B", 20, 21), ("zh", "A", 30, 13)]]
+    fig = plots.token_rulers(rows)
+    assert [tr.name.split()[0] for tr in fig.data] == ["BPE", "chars/4", "BPE", "chars/4"]
+    assert list(fig.data[2].y) == [30] and list(fig.data[3].y) == [13]
+    assert [a.text for a in fig.layout.annotations] == ["en", "zh"]
+
+
+def test_token_rulers_rejects_rows_without_the_columns():
+    with pytest.raises(ValueError, match="chars/4"):
+        plots.token_rulers([{"text": "en", "ticker": "A", "BPE": 1}])
+    with pytest.raises(ValueError):
+        plots.token_rulers([])
