@@ -77,5 +77,5 @@ lock: $(TOOLS)/.uv-$(UV_VERSION)
 	$(UV) export --frozen --all-extras --no-emit-project --no-hashes --output-file requirements.lock
 
 clean:
-	rm -rf $(TOOLS) $(VENV) .pytest_cache .hypothesis
+	rm -rf $(TOOLS) $(VENV) .pytest_cache .hypothesis .benchmarks
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +
