@@ -45,12 +45,7 @@ from langchain_core.callbacks import CallbackManagerForLLMRun
 from langchain_core.exceptions import ContextOverflowError
 from langchain_core.language_models import BaseChatModel, LanguageModelInput
 from langchain_core.language_models.chat_models import LangSmithParams
-from langchain_core.messages import (
-    AIMessage,
-    AIMessageChunk,
-    BaseMessage,
-    ToolMessage,
-)
+from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, ToolMessage
 from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
 from langchain_core.runnables import Runnable
 from langchain_core.utils.function_calling import convert_to_openai_tool
@@ -114,10 +109,8 @@ def _check_history(messages: list[BaseMessage]) -> None:
     """Refuse what a provider would refuse: nothing to answer, non-text content, a tool result
     that answers no call, or a tool call left without its result."""
     if not messages:
-        raise InvalidHistoryError(
-            "LabModel was called with an empty message list: there is nothing to answer. Pass at "
-            "least one human message."
-        )
+        raise InvalidHistoryError("LabModel was called with an empty message list: there is "
+                                  "nothing to answer. Pass at least one human message.")
     pending: dict[str, int] = {}
     for i, m in enumerate(messages):
         if not isinstance(m, BaseMessage):
@@ -184,6 +177,11 @@ def _active_task(view: _View) -> sc.Task | None:
 class LabModel(BaseChatModel):
     """The course's offline chat model. See the module docstring for how it behaves.
 
+    It takes the standard chat-model parameters (``model``, ``max_tokens``, ``stop``,
+    ``streaming``, ``temperature``...) and refuses unknown ones, so a typo is not a silent
+    default. ``with_structured_output`` works through a forced tool call: the fields come back as
+    placeholders such as ``"<setup>"``.
+
     Example:
         >>> model = LabModel(window=128_000)
         >>> model.profile["max_input_tokens"]
@@ -203,14 +201,10 @@ class LabModel(BaseChatModel):
     model_name: str = Field(default=MODEL_NAME, alias="model")
     encoding_name: str = DEFAULT_ENCODING
     # The standard chat-model parameters, so LabModel drops in where a provider model was.
-    stop: list[str] | None = None
-    """Applied: a reply is cut at the first stop sequence."""
-    streaming: bool = False
-    """Applied: ``invoke`` goes through ``_stream``, as with provider models."""
-    temperature: float | None = None
-    """Accepted, no effect: the script is deterministic."""
-    timeout: float | None = None
-    """Accepted, no effect: nothing goes over a network (nor do ``max_retries`` and ``api_key``)."""
+    stop: list[str] | None = None  # applied: a reply is cut at the first stop sequence
+    streaming: bool = False  # applied: invoke() goes through _stream, as with provider models
+    temperature: float | None = None  # no effect: the script is deterministic
+    timeout: float | None = None  # no effect (nor max_retries, api_key): no network, no key
     max_retries: int | None = None
     api_key: SecretStr | None = None
 
@@ -268,13 +262,8 @@ class LabModel(BaseChatModel):
             self._counter = TokenCounter(self.encoding_name)
         return self._counter
 
-    def bind_tools(
-        self,
-        tools: Sequence[Any],
-        *,
-        tool_choice: str | dict | bool | None = None,
-        **kwargs: Any,
-    ) -> Runnable[LanguageModelInput, AIMessage]:
+    def bind_tools(self, tools: Sequence[Any], *, tool_choice: str | dict | bool | None = None,
+                   **kwargs: Any) -> Runnable[LanguageModelInput, AIMessage]:
         """Bind tools as OpenAI-style schemas. ``tool_choice`` may be ``"auto"``, ``"none"``,
         ``"any"``/``"required"``/``True`` (some tool must be called) or a tool's name."""
         schemas = [convert_to_openai_tool(t) for t in tools]
@@ -302,10 +291,8 @@ class LabModel(BaseChatModel):
                     tool_choice=tool_choice)
         self._calls.append(call)
         if n_in > self.window:
-            call.error = (
-                f"prompt is too long: {n_in} tokens exceed the lab model's context window of "
-                f"{self.window} tokens (maximum context length exceeded)"
-            )
+            call.error = (f"prompt is too long: {n_in} tokens exceed the lab model's context window "
+                          f"of {self.window} tokens (maximum context length exceeded)")
             raise ContextOverflowError(call.error)
         if call.kind == "summary":
             message = AIMessage(self._summarize(last, prompt=last))
@@ -387,7 +374,7 @@ class LabModel(BaseChatModel):
         if task.key.startswith("research:"):
             results = [r for _, (c, r) in view.answered.items()
                        if c["name"] in ("fetch_market_data", "search_news")]
-            if self.raw_subagent_output or "raw data" in task.request:
+            if self.raw_subagent_output:
                 return "\n\n".join(results)
             return _research_report(task.key.split(":")[1], view.text)
         if task.output and "write_file" not in names:
@@ -521,7 +508,7 @@ def _research_report(ticker: str, text: str) -> str:
 
 def _literal_args(schema: dict, view: _View) -> dict:
     """Arguments for a forced or literal call: those written as ``name(...)`` in the last human
-    message, else the schema's defaults or empty placeholders."""
+    message, else the schema's defaults or visible placeholders."""
     fn = schema["function"]
     props = fn.get("parameters", {}).get("properties", {})
     order = list(props)

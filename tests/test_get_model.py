@@ -78,7 +78,8 @@ def test_openai_with_a_base_url_is_built_for_that_endpoint(clean_env):
     clean_env.setenv("OPENAI_API_KEY", "sk-fake-key-for-a-test")
     model = get_model()
     assert isinstance(model, ChatOpenAI)
-    assert (model.model_name, model.openai_api_base) == ("deepseek-chat", "https://api.deepseek.com")
+    assert model.model_name == "deepseek-chat"
+    assert model.openai_api_base == "https://api.deepseek.com"
 
 
 def test_ollama_needs_no_key(clean_env):

@@ -24,6 +24,7 @@ from langchain.agents.middleware.summarization import DEFAULT_SUMMARY_PROMPT
 from langchain_core.exceptions import ContextOverflowError
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage, get_buffer_string
 from langchain_core.tools import tool
+from pydantic import BaseModel
 
 from labkit import prompts, scenario
 from labkit.model import InvalidHistoryError, LabModel, summarize
@@ -39,13 +40,14 @@ SNAPSHOTS = Path(__file__).parent / "snapshots"
 
 
 def _call(name: str, args: dict, call_id: str) -> AIMessage:
-    return AIMessage("", tool_calls=[{"name": name, "args": args, "id": call_id, "type": "tool_call"}])
+    call = {"name": name, "args": args, "id": call_id, "type": "tool_call"}
+    return AIMessage("", tool_calls=[call])
 
 
 def fetched(ticker: str, call_id: str) -> list:
     """An AI call to fetch_market_data and its result, as an agent loop stores them."""
-    return [_call("fetch_market_data", {"ticker": ticker}, call_id),
-            ToolMessage(scenario.export_text(ticker), tool_call_id=call_id, name="fetch_market_data")]
+    result = ToolMessage(scenario.export_text(ticker), tool_call_id=call_id, name="fetch_market_data")
+    return [_call("fetch_market_data", {"ticker": ticker}, call_id), result]
 
 
 def news(ticker: str, call_id: str) -> list:
@@ -73,7 +75,10 @@ def drive(model: LabModel, messages: list, tools: list, limit: int = 10) -> AIMe
     raise AssertionError(f"no answer after {limit} model calls")
 
 
-def archive_summary(summary: str, path: str = "/conversation_history/session_0123abcd.md") -> HumanMessage:
+ARCHIVE = "/conversation_history/session_0123abcd.md"
+
+
+def archive_summary(summary: str, path: str = ARCHIVE) -> HumanMessage:
     """A summary message in deepagents' words, pointing at its archive file."""
     return HumanMessage(
         "You are in the middle of a conversation that has been summarized.\n\nThe full "
@@ -202,6 +207,24 @@ def test_response_metadata_names_model_and_provider():
     assert ask([HumanMessage(scenario.REQUEST)]).response_metadata["finish_reason"] == "tool_calls"
 
 
+def test_structured_output_is_a_forced_call_with_visible_placeholders():
+    class Joke(BaseModel):
+        setup: str
+        punchline: str
+        rating: int = 3
+
+    joke = LabModel().with_structured_output(Joke).invoke("Tell me a joke about cats.")
+    assert joke == Joke(setup="<setup>", punchline="<punchline>")  # valid, visibly not understood
+
+
+def test_a_per_call_model_name_renames_the_reply_but_not_what_it_says():
+    model = LabModel()
+    renamed = model.invoke("hello", model="lab-model-b")
+    assert renamed.response_metadata["model_name"] == "lab-model-b"
+    assert model._get_ls_params(model="lab-model-b")["ls_model_name"] == "lab-model-b"
+    assert renamed.content == model.invoke("hello").content
+
+
 def test_a_stop_sequence_cuts_the_reply():
     full = LabModel().invoke("hello").content
     cut = LabModel(stop=["scripted"]).invoke("hello").content
@@ -226,7 +249,8 @@ def test_removing_a_result_makes_it_redo_that_step():
 def test_a_summary_line_quoting_the_evidence_counts_as_done():
     summary = summarize(get_buffer_string(WORK[:5]))
     assert "Market data export — Brightloom (BRLM): done" in summary
-    assert called(ask([archive_summary(summary), *WORK[5:]])) == [("search_news", {"ticker": "CRVD"})]
+    reply = ask([archive_summary(summary), *WORK[5:]])
+    assert called(reply) == [("search_news", {"ticker": "CRVD"})]
 
 
 # -- it needs the goal --------------------------------------------------------------------------
@@ -268,8 +292,7 @@ def test_a_visible_fact_is_answered_exactly():
 @pytest.mark.parametrize("visible, path", [
     ([HumanMessage(scenario.REQUEST), _call("fetch_market_data", {"ticker": "BRLM"}, "call_1"),
       offload_stub("BRLM", "call_1")], "/large_tool_results/call_1"),
-    ([archive_summary(summarize(get_buffer_string(HISTORY)))],
-     "/conversation_history/session_0123abcd.md"),
+    ([archive_summary(summarize(get_buffer_string(HISTORY)))], ARCHIVE),
 ], ids=["offload-stub", "archive"])
 def test_a_fact_gone_from_context_is_grepped_from_the_path_it_can_see(visible, path):
     history = [*visible, QUESTION]
@@ -280,7 +303,8 @@ def test_a_fact_gone_from_context_is_grepped_from_the_path_it_can_see(visible, p
 
 
 def test_with_only_read_file_it_pages_through_the_file():
-    history = [HumanMessage(scenario.REQUEST), _call("fetch_market_data", {"ticker": "BRLM"}, "call_1"),
+    history = [HumanMessage(scenario.REQUEST),
+               _call("fetch_market_data", {"ticker": "BRLM"}, "call_1"),
                offload_stub("BRLM", "call_1"), QUESTION]
     tools = [*DATA_TOOLS, FILE_TOOLS["read_file"]]
     first = ask(history, tools=tools)
@@ -319,7 +343,7 @@ def test_end_to_end_the_needle_is_recovered_only_through_a_file(deep_run):
     assert run.error is None and run.score.needle_correct
     agent = [c for c in model.calls if c.kind == "agent"]
     asked = next(i for i, c in enumerate(agent)
-                 if any(getattr(m, "content", None) == scenario.NEEDLE_QUESTION for m in c.messages))
+                 if any(m.content == scenario.NEEDLE_QUESTION for m in c.messages))
     grep = next(i for i in range(asked, len(agent))
                 if agent[i].response and called(agent[i].response)
                 and called(agent[i].response)[0][0] == "grep")
@@ -435,7 +459,8 @@ def test_an_orphan_tool_message_is_refused_naming_its_position():
 def test_a_tool_call_without_its_result_before_a_human_message_is_refused():
     history = [HumanMessage(scenario.REQUEST), _call("fetch_market_data", {"ticker": "BRLM"}, "c1"),
                HumanMessage("and?")]
-    with pytest.raises(InvalidHistoryError, match=r"position 1 .*\['c1'\].*human message at position 2"):
+    where = r"position 1 .*\['c1'\].*human message at position 2"
+    with pytest.raises(InvalidHistoryError, match=where):
         LabModel().invoke(history)
 
 
@@ -445,16 +470,18 @@ def test_a_tool_call_without_its_result_before_a_human_message_is_refused():
 def test_every_call_is_logged_with_exactly_what_it_received():
     model = LabModel(window=40_000)
     sent = [[HumanMessage("hello")], [HumanMessage(scenario.REQUEST)],
-            [HumanMessage(PROMPTS["labkit"])], [*HISTORY, *news("BRLM", "c2"), *fetched("DRFT", "c3")]]
+            [HumanMessage(PROMPTS["labkit"])],
+            [*HISTORY, *news("BRLM", "c2"), *fetched("DRFT", "c3")]]
     replies = [model.invoke(sent[0]), ask(sent[1], model=model), model.invoke(sent[2])]
     with pytest.raises(ContextOverflowError):
         ask(sent[3], model=model)
-    sent[0].append(HumanMessage("added later"))  # the log keeps its own copy
+    sent[0].append(HumanMessage("added later"))  # the caller changing its list later: log unchanged
     assert len(model.calls) == 4
     assert [c.messages for c in model.calls] == [sent[0][:1], *sent[1:]]
     assert [c.kind for c in model.calls] == ["agent", "agent", "summary", "agent"]
     assert [c.response for c in model.calls] == [*replies, None]
-    assert model.calls[1].tools == ["fetch_market_data", "search_news"] and model.calls[0].tools == []
+    assert model.calls[0].tools == []
+    assert model.calls[1].tools == ["fetch_market_data", "search_news"]
     assert "exceed" in model.calls[3].error and model.calls[3].input_tokens > 40_000
 
 
