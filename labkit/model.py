@@ -573,7 +573,7 @@ def get_model(spec: str | None = None, **kwargs: Any) -> BaseChatModel:
         __import__(module)
     except ImportError as e:
         raise ImportError(f"LABKIT_MODEL={spec!r} needs the {package} package, which is not "
-                          f"installed: run `.venv/bin/python -m pip install {package}`") from e
+                          f"installed: run `make setup` (it installs the providers extra), or `.tools/bin/uv pip install --python .venv {package}`") from e
     if os.environ.get("LABKIT_BASE_URL"):
         kwargs.setdefault("base_url", os.environ["LABKIT_BASE_URL"])
     if key and not os.environ.get(key) and "api_key" not in kwargs:

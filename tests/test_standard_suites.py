@@ -14,7 +14,6 @@ skips with the suite's own message: LabModel makes no HTTP calls to record.
 
 from __future__ import annotations
 
-import inspect
 import socket
 
 import pytest
@@ -32,19 +31,6 @@ NO_PROSE = (
     "tool_choice forces it or the user writes the call out as name(args), and it fills arguments "
     "from that literal call or with schema placeholders"
 )
-
-
-def _mark_async_tests(suite: type) -> None:
-    """Give the suite's ``async def`` tests pytest-asyncio's mark: the project runs pytest-asyncio
-    in strict mode, and the suite forbids overriding its tests. The mark is added to the installed
-    functions themselves, once, for this test session."""
-    for name, test in vars(suite).items():
-        if name.startswith("test_") and inspect.iscoroutinefunction(test):
-            if not any(m.name == "asyncio" for m in getattr(test, "pytestmark", [])):
-                pytest.mark.asyncio(test)
-
-
-_mark_async_tests(ChatModelIntegrationTests)
 
 
 @pytest.fixture
