@@ -302,7 +302,6 @@ class LabModel(BaseChatModel):
             if s and s in message.content:
                 message.content = message.content[: message.content.index(s)]
         n_out = self.counter.message(message) - TOKENS_PER_MESSAGE
-        message.id = f"lab-{len(self._calls)}"
         message.usage_metadata = {"input_tokens": n_in, "output_tokens": n_out,
                                   "total_tokens": n_in + n_out}
         message.response_metadata = {"model_name": model or self.model_name,

@@ -531,3 +531,17 @@ def test_golden_snapshot(name):
         path.write_text(text + "\n", encoding="utf-8")
     assert path.is_file(), f"missing snapshot {path}; write it with LABKIT_UPDATE_SNAPSHOTS=1"
     assert text + "\n" == path.read_text(encoding="utf-8"), f"{name} changed"
+
+
+def test_a_new_lab_model_on_an_existing_thread_loses_no_message():
+    """Message ids come from LangChain's run ids, not a per-instance counter: two LabModel
+    instances answering on one checkpointed thread must not overwrite each other's replies."""
+    from langchain.agents import create_agent
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    saver, config = InMemorySaver(), {"configurable": {"thread_id": "t"}}
+    for i in range(2):
+        agent = create_agent(LabModel(), tools=[], checkpointer=saver)
+        agent.invoke({"messages": [HumanMessage(f"hello {i}")]}, config)
+    stored = agent.get_state(config).values["messages"]
+    assert [m.type for m in stored] == ["human", "ai", "human", "ai"]
