@@ -365,7 +365,7 @@ class LabModel(BaseChatModel):
                 continue
             args = dict(step.args)
             if step.tool == "write_file":
-                args["content"] = (_draft_report if task.key == "report" else _draft_risks)(view.text)
+                args["content"] = _draft(task, step, view)
             return AIMessage("", tool_calls=[self._tool_call(step.tool, args)])
         return AIMessage(self._finish(task, view, names))
 
@@ -377,8 +377,10 @@ class LabModel(BaseChatModel):
                 return "\n\n".join(results)
             return _research_report(task.key.split(":")[1], view.text)
         if task.output and "write_file" not in names:
-            body = _draft_report(view.text) if task.key == "report" else _draft_risks(view.text)
+            body = "\n".join(_draft(task, s, view) for s in task.steps if s.tool == "write_file")
             return f"I have no write_file tool, so here is the draft for {task.output}:\n\n{body}"
+        if task.key == "briefings":
+            return f"One briefing per competitor is written under {sc.BRIEFINGS_DIR}/."
         if task.key == "report":
             return f"The weekly competitor report is written to {sc.REPORT_PATH}; it covers all " \
                    "five competitors."
@@ -467,6 +469,20 @@ def summarize(text: str, keep_figures: bool = False) -> str:
         f"## ARTIFACTS\n{chr(10).join(f'- {p}' for p in paths) or 'None'}\n\n"
         f"## NEXT STEPS\n{next_steps}"
     )
+
+
+def _draft(task: sc.Task, step: sc.Step, view: _View) -> str:
+    """The file a write step produces, built from what is visible."""
+    if task.key == "report":
+        return _draft_report(view.text)
+    if task.key == "risks":
+        return _draft_risks(view.text)
+    ticker = step.args["file_path"].rsplit("/", 1)[-1].removesuffix(".md")
+    c = next(c for c in sc.companies() if c["ticker"] == ticker)
+    digest = next((r for call, r in view.answered.values() if call["name"] == "search_news"
+                   and f"News digest — {c['name']} ({ticker})" in r), None)
+    quoted = digest if digest else "(the news digest is no longer in my context)"
+    return f"# Briefing — {c['name']} ({ticker})\n\n## This week's news, in full\n\n{quoted}\n"
 
 
 def _headline(name: str, text: str) -> str | None:

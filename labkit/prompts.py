@@ -6,10 +6,13 @@ Kept apart from the logic so a change to any of it is a visible diff (tests snap
 from __future__ import annotations
 
 __all__ = [
+    "ARG_TRUNCATED",
     "GOAL_LOST",
     "KEEP_FIGURES",
     "LAB_MODEL_INTRO",
     "NEEDLE_NOT_FOUND",
+    "OFFLOAD_HUMAN_STUB",
+    "OFFLOAD_RESULT_STUB",
     "SUMMARY_PROMPT",
     "SUMMARY_SECTIONS",
 ]
@@ -61,3 +64,18 @@ What remains to be done.
 
 # What labkit's summary prompt puts in {fidelity} to keep figures; the lab model obeys it.
 KEEP_FIGURES = "Keep exact figures and ids verbatim: amounts, percentages, dates, paths. "
+
+# Offloading (notebooks 04-05). {path} is where the full text went; {preview} its head and tail.
+OFFLOAD_RESULT_STUB = (
+    "This tool result was too large for the context ({tokens:,} tokens), so it was saved to a "
+    "file: {path}\n\n"
+    "Read it in parts with read_file (for example offset=0, limit=100), or search it with grep.\n\n"
+    "Preview ({lines:,} lines; the numbers are the file's own line numbers):\n{preview}"
+)
+OFFLOAD_HUMAN_STUB = (
+    "The user's message was too large for the context ({tokens:,} tokens), so it was saved to a "
+    "file: {path}\n\n"
+    "Read it in parts with read_file (offset and limit), or search it with grep.\n\n"
+    "Preview ({lines:,} lines; the numbers are the file's own line numbers):\n{preview}"
+)
+ARG_TRUNCATED = "…[{dropped:,} more characters not shown here: the full text is in {path}]"

@@ -34,6 +34,7 @@ __all__ = [
     "FEEDBACK",
     "NEEDLE_QUESTION",
     "REQUEST",
+    "BRIEFINGS",
     "TURNS",
     "Run",
     "Score",
@@ -49,6 +50,8 @@ __all__ = [
     "score",
     "tasks",
     "tools",
+    "transcript_text",
+    "with_transcript",
 ]
 
 REPORT_PATH = "/reports/weekly.md"
@@ -68,6 +71,23 @@ NEEDLE_QUESTION = (
     "export?"
 )
 TURNS = (REQUEST, FEEDBACK, NEEDLE_QUESTION)
+BRIEFINGS_DIR = "/reports/briefings"
+BRIEFINGS = (
+    "Before the report, write a one-page briefing for each competitor to "
+    f"{BRIEFINGS_DIR}/<TICKER>.md, quoting its news digest in full."
+)
+TRANSCRIPT_NOTE = "Here is the transcript of this morning's sync meeting, for context:"
+
+
+def transcript_text() -> str:
+    """The fictional transcript of a long meeting (about 60,000 tokens): the pasted human
+    message of notebook 05."""
+    return (data_dir() / "transcripts" / "weekly-sync.md").read_text(encoding="utf-8")
+
+
+def with_transcript(request: str = REQUEST) -> str:
+    """A user message that pastes the whole meeting transcript after ``request``."""
+    return f"{request}\n\n{TRANSCRIPT_NOTE}\n\n{transcript_text()}"
 
 
 def data_dir() -> Path:
@@ -123,9 +143,25 @@ def _ticker(value: str) -> str:
     raise ValueError(f"unknown competitor {value!r}; choose one of {allowed}")
 
 
-def export_text(ticker: str) -> str:
-    """The market-data export of one competitor, as the tool returns it."""
-    return (data_dir() / "exports" / f"{_ticker(ticker)}.csv").read_text(encoding="utf-8")
+def export_text(ticker: str, scale: float = 1.0) -> str:
+    """The market-data export of one competitor, as the tool returns it.
+
+    ``scale`` resizes it for the size slider: the header and the KPI block (the needle) always
+    stay; the daily rows are cut to that fraction, or repeated past 1.0, up to 4.0.
+    """
+    if isinstance(scale, bool) or not isinstance(scale, (int, float)) or not 0 < scale <= 4:
+        raise ValueError(f"scale must be a number in (0, 4], got {scale!r}")
+    text = (data_dir() / "exports" / f"{_ticker(ticker)}.csv").read_text(encoding="utf-8")
+    if scale == 1:
+        return text
+    lines = text.rstrip("\n").split("\n")
+    head, body, tail = lines[:4], lines[4:-1], lines[-1:]
+    start = next(i for i, line in enumerate(body) if line.startswith("# KPI block"))
+    end = start + 1 + sum(1 for line in body[start + 1:] if line.startswith("kpi,"))
+    kpis, rows = body[start:end], body[:start] + body[end:]
+    n = max(2, round(len(rows) * scale))
+    rows = (rows * (n // len(rows) + 1))[:n]
+    return "\n".join(head + rows[: n // 2] + kpis + rows[n // 2:] + tail) + "\n"
 
 
 def news_text(ticker: str, language: str = "en") -> str:
@@ -136,18 +172,20 @@ def news_text(ticker: str, language: str = "en") -> str:
     return (data_dir() / folder / f"{_ticker(ticker)}.md").read_text(encoding="utf-8")
 
 
-def tools(news_language: str = "en") -> list:
+def tools(news_language: str = "en", export_scale: float = 1.0) -> list:
     """The scenario's two data tools, backed by ``data/``. An unknown ticker gets an answer
-    listing the allowed ones, never an exception the agent loop would choke on."""
+    listing the allowed ones, never an exception the agent loop would choke on.
+    ``export_scale`` resizes every export (see :func:`export_text`)."""
     if news_language not in ("en", "zh"):
         raise ValueError(f"news_language must be 'en' or 'zh', not {news_language!r}")
+    export_text("BRLM", export_scale)  # validates the scale now, not on the first call
 
     @tool
     def fetch_market_data(ticker: str) -> str:
         """Fetch this week's market-data export for one competitor: a large CSV of daily rows with
         a block of quarterly KPIs. `ticker` is one of BRLM, CRVD, DRFT, EMBR, FERN."""
         try:
-            return export_text(ticker)
+            return export_text(ticker, export_scale)
         except ValueError as e:
             return f"Error: {e}"
 
@@ -220,8 +258,16 @@ def tasks() -> tuple[Task, ...]:
     report_steps = [s for c in companies() for s in _research_steps(c)]
     report_steps.append(Step("write:report", "write_file", {"file_path": REPORT_PATH},
                              f"Updated file {REPORT_PATH}"))
+    briefing_steps = []
+    for c in companies():
+        briefing_steps.append(_research_steps(c)[1])
+        path = f"{BRIEFINGS_DIR}/{c['ticker']}.md"
+        briefing_steps.append(Step(f"write:briefing:{c['ticker']}", "write_file", {"file_path": path},
+                                   f"Updated file {path}"))
     return (
         *research,
+        Task("briefings", BRIEFINGS, "write a one-page briefing for each competitor",
+             tuple(briefing_steps), output=BRIEFINGS_DIR),
         Task("needle", NEEDLE_QUESTION, "Q3 net revenue retention in its market-data export"),
         Task("risks", FEEDBACK, "add a risks note",
              (Step("write:risks", "write_file", {"file_path": RISKS_PATH}, f"Updated file {RISKS_PATH}"),),
@@ -333,6 +379,7 @@ def run(
     harness: str = "agent",
     turns=TURNS,
     news_language: str = "en",
+    export_scale: float = 1.0,
     recorder=None,
     recursion_limit: int = 200,
     **agent_kwargs,
@@ -363,12 +410,12 @@ def run(
 
         fs = FilesystemMiddleware(tool_token_limit_before_evict=None,
                                   human_message_token_limit_before_evict=None)
-        agent = create_agent(model, tools=tools(news_language), middleware=[fs, *stack],
+        agent = create_agent(model, tools=tools(news_language, export_scale), middleware=[fs, *stack],
                              checkpointer=InMemorySaver(), **agent_kwargs)
     else:
         from deepagents import create_deep_agent
 
-        agent = create_deep_agent(model, tools=tools(news_language), middleware=stack,
+        agent = create_deep_agent(model, tools=tools(news_language, export_scale), middleware=stack,
                                   checkpointer=InMemorySaver(), **agent_kwargs)
     config = {"configurable": {"thread_id": "lab"}, "recursion_limit": recursion_limit}
     error = None

@@ -109,6 +109,29 @@ def news(rng: random.Random, name: str, ticker: str) -> tuple[str, str]:
     return "\n".join(en), "\n".join(zh)
 
 
+SPEAKERS = ["Avery (product)", "Bo (sales)", "Chen Li (finance)", "Dana (marketing)", "Eli (support)"]
+TOPICS = [
+    "{name}'s pricing page changed again this week, and two of our trials mentioned it",
+    "the {name} partnership announcement has not shown up in any deal we are working yet",
+    "support saw three tickets from customers comparing us with {name} on onboarding time",
+    "finance wants the {name} numbers in the report to match the export exactly",
+    "marketing would like one slide on {name} for the quarterly business review",
+    "we should keep an eye on {name}'s hiring, it tells us where they are going next",
+]
+
+
+def transcript(rng: random.Random, turns: int = 1700) -> str:
+    """A long, fictional meeting transcript: the large human message of notebook 05."""
+    names = [c[0] for c in COMPANIES]
+    lines = ["# Weekly sync — meeting transcript", f"_{NOTICE.format(seed=SEED)}_", ""]
+    for i in range(turns):
+        minute = f"{9 + i // 600:02d}:{(i // 10) % 60:02d}"
+        said = rng.choice(TOPICS).format(name=rng.choice(names))
+        lines.append(f"[{minute}] {rng.choice(SPEAKERS)}: I think {said}; let's note it and move on.")
+    lines.append("[end of transcript]")
+    return "\n".join(lines) + "\n"
+
+
 def build() -> dict[str, str]:
     rng = random.Random(SEED)
     files: dict[str, str] = {}
@@ -117,6 +140,7 @@ def build() -> dict[str, str]:
         files[f"exports/{ticker}.csv"] = export_csv(rng, name, ticker, sector, rows)
         files[f"news/{ticker}.md"], files[f"news_zh/{ticker}.md"] = news(rng, name, ticker)
         meta.append({"name": name, "ticker": ticker, "sector": sector})
+    files["transcripts/weekly-sync.md"] = transcript(rng)
     files["companies.json"] = json.dumps(
         {"notice": NOTICE.format(seed=SEED), "week": WEEK, "companies": meta, "needle": NEEDLE},
         indent=2, ensure_ascii=False) + "\n"

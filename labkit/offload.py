@@ -1,0 +1,409 @@
+"""Offloading (卸载): move big content to a file and keep a path plus a preview in the context.
+
+Notebooks 04 and 05 introduce it. Offloading is the one defence that loses nothing — the full
+text is in a file the agent can page through with ``read_file`` or search with ``grep``.
+:class:`OffloadMiddleware` does three things, each a pure function here plus a thin hook:
+
+* **Large tool results** (``wrap_tool_call``): a result over ``tool_limit`` BPE tokens is written
+  to ``/large_tool_results/<safe name>`` before it enters state, and replaced by the path and a
+  head/tail preview with the file's own line numbers. The file tools are exempt, so reading an
+  evicted result back never evicts it again.
+* **Old tool inputs** (``wrap_model_call``): once the request passes ``args_trigger``, long string
+  arguments of ``write_file`` / ``edit_file`` calls older than the protected ``args_keep`` window
+  are shortened *in the request only*; state keeps them, and the file holds the content anyway.
+* **Large human messages** (``wrap_model_call``): a user message over ``human_limit`` tokens is
+  saved under ``/conversation_history/``; state keeps it whole and the model sees path + preview.
+
+It writes through deepagents' backends (``StateBackend`` by default, ``FilesystemBackend`` on
+disk), so deepagents' own ``read_file`` and ``grep`` read what it wrote.
+
+Unlike deepagents' ``FilesystemMiddleware``, which tests ``len(text) > 4 * limit`` characters, the
+limits here are real tokens — so a Chinese or digit-heavy result is judged by what it costs. And
+file names are made injective: two tool-call ids never share a file. Lines longer than
+``LINE_LIMIT`` characters are wrapped in the file (a line ending in ``WRAP_MARK`` continues on
+the next), because ``read_file`` can return at most 80,000 characters at once; :func:`unwrap`
+restores the exact original.
+
+What it leaves out: binary content (images stay in the message as they are), and eviction of
+``task`` results by size alone — subagent reports are the isolation lesson's business.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import warnings
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from langchain.agents.middleware import AgentMiddleware
+from langchain.agents.middleware.types import ExtendedModelResponse
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+from langgraph.types import Command
+
+from labkit import prompts
+from labkit._sizes import check_limit, check_size, size_threshold
+from labkit.tokens import TokenCounter
+
+__all__ = [
+    "EXEMPT_TOOLS",
+    "HISTORY_DIR",
+    "LINE_LIMIT",
+    "RESULTS_DIR",
+    "WRAP_MARK",
+    "OffloadMiddleware",
+    "preview",
+    "result_path",
+    "safe_name",
+    "truncate_args",
+    "unwrap",
+    "wrap_long_lines",
+]
+
+RESULTS_DIR = "/large_tool_results"
+HISTORY_DIR = "/conversation_history"
+EXEMPT_TOOLS = frozenset({"ls", "glob", "grep", "read_file", "edit_file", "write_file", "delete"})
+TRUNCATED_TOOLS = ("write_file", "edit_file")
+LINE_LIMIT = 5_000
+WRAP_MARK = " ↩"
+OFFLOADED = "lc_offloaded_to"  # additional_kwargs key: where this message's full text lives
+_SAFE = re.compile(r"[A-Za-z0-9_-]{1,64}")
+
+
+# -- pure functions ----------------------------------------------------------------------------
+
+
+def safe_name(identifier: str) -> str:
+    """A file name for a tool-call id: the id itself when it is plain (letters, digits, ``_``,
+    ``-``; at most 64), else a cleaned prefix plus ``.h`` and a hash of the whole id. Plain names
+    have no dot, so the two kinds never meet, and different ids never share a name."""
+    if _SAFE.fullmatch(identifier):
+        return identifier
+    cleaned = re.sub(r"[^A-Za-z0-9_-]+", "_", identifier)[:40].strip("_") or "id"
+    return f"{cleaned}.h{hashlib.sha256(identifier.encode('utf-8', 'surrogatepass')).hexdigest()[:24]}"
+
+
+def result_path(tool_call_id: str) -> str:
+    """Where an evicted tool result goes."""
+    return f"{RESULTS_DIR}/{safe_name(tool_call_id)}"
+
+
+def wrap_long_lines(text: str, limit: int = LINE_LIMIT) -> str:
+    """Split every line longer than ``limit`` characters; each piece but the last ends in
+    ``WRAP_MARK``. Lines that already end in the mark are wrapped too, so :func:`unwrap` is exact."""
+    out = []
+    for line in text.split("\n"):
+        if len(line) <= limit and not line.endswith(WRAP_MARK):
+            out.append(line)
+            continue
+        pieces = [line[i:i + limit] for i in range(0, len(line), limit)] or [""]
+        if pieces[-1].endswith(WRAP_MARK) or len(pieces[-1]) == limit:
+            pieces.append("")
+        out.extend(p + WRAP_MARK for p in pieces[:-1])
+        out.append(pieces[-1])
+    return "\n".join(out)
+
+
+def unwrap(text: str) -> str:
+    """Undo :func:`wrap_long_lines`: join each line ending in ``WRAP_MARK`` with the next."""
+    return text.replace(WRAP_MARK + "\n", "")
+
+
+def preview(text: str, head: int = 5, tail: int = 5, line_chars: int = 1000) -> str:
+    """The first ``head`` and last ``tail`` lines, numbered as in the file, each clipped to
+    ``line_chars`` characters, with a marker for the lines left out."""
+    lines = text.split("\n")
+    width = len(str(len(lines)))
+    shown = list(range(len(lines))) if len(lines) <= head + tail else \
+        [*range(head), None, *range(len(lines) - tail, len(lines))]
+    out = []
+    for i in shown:
+        if i is None:
+            out.append(f"... [{len(lines) - head - tail:,} lines not shown] ...")
+            continue
+        line = lines[i]
+        clipped = line[:line_chars] + (f" …[{len(line) - line_chars:,} more characters]" if len(line) > line_chars else "")
+        out.append(f"{i + 1:>{width}}  {clipped}")
+    return "\n".join(out)
+
+
+def _stub(template: str, path: str, stored: str, tokens: int, head: int, tail: int) -> str:
+    return template.format(tokens=tokens, path=path, lines=stored.count("\n") + 1,
+                           preview=preview(stored, head, tail))
+
+
+def truncate_args(messages: Sequence[BaseMessage], protect_from: int,
+                  max_length: int = 2000) -> list[BaseMessage]:
+    """Shorten long string arguments of ``write_file`` / ``edit_file`` calls in the AI messages
+    before index ``protect_from``. Returns a new list; the messages given are not changed."""
+    out = list(messages)
+    for i, m in enumerate(messages[:max(protect_from, 0)]):
+        if not isinstance(m, AIMessage) or not m.tool_calls:
+            continue
+        calls, changed = [], False
+        for tc in m.tool_calls:
+            args = dict(tc.get("args") or {})
+            if tc["name"] in TRUNCATED_TOOLS:
+                path = args.get("file_path", "the file")
+                for key, value in args.items():
+                    if isinstance(value, str) and len(value) > max_length:
+                        keep = max_length // 2
+                        args[key] = value[:keep] + prompts.ARG_TRUNCATED.format(
+                            dropped=len(value) - keep, path=path)
+                        changed = True
+            calls.append({**tc, "args": args})
+        if changed:
+            out[i] = m.model_copy(update={"tool_calls": calls})
+    return out
+
+
+def _protect_from(messages: Sequence[BaseMessage], keep: tuple, window: int | None,
+                  counter: TokenCounter) -> int:
+    """Index of the first message in the protected recent window."""
+    kind, n = keep
+    if kind == "messages":
+        return max(len(messages) - int(n), 0)
+    budget = size_threshold(keep, window)
+    if budget is None:
+        return 0  # a fraction with no window: protect everything rather than guess
+    total = 0
+    for i in range(len(messages) - 1, -1, -1):
+        total += counter.message(messages[i])
+        if total > budget:
+            return i + 1
+    return 0
+
+
+def _text_of(message: BaseMessage) -> str:
+    if isinstance(message.content, str):
+        return message.content
+    return "\n".join(b["text"] for b in message.content_blocks if b.get("type") == "text")
+
+
+def _with_text(message: BaseMessage, text: str) -> str | list:
+    """The message's content with its text replaced and any non-text blocks kept."""
+    if isinstance(message.content, str):
+        return text
+    others = [b for b in message.content if not (isinstance(b, dict) and b.get("type") == "text")
+              and not isinstance(b, str)]
+    return [{"type": "text", "text": text}, *others]
+
+
+# -- the middleware ----------------------------------------------------------------------------
+
+
+class OffloadMiddleware(AgentMiddleware):
+    """Evict large tool results and human messages to files; shorten old file-tool arguments.
+
+    Args:
+        backend: a deepagents backend (default ``StateBackend()``: files live in ``state["files"]``).
+        tool_limit: evict tool results over this many BPE tokens (``None``: never).
+        human_limit: evict the latest human message over this many tokens (``None``: never).
+        args_trigger: when the request exceeds this size, truncate old file-tool arguments
+            (``None``: never). ``("fraction", f)`` needs the model's profile or ``window``.
+        args_keep: the recent window whose arguments are never truncated.
+        arg_max_length: arguments longer than this many characters are shortened.
+        exempt_tools: tools whose results are never evicted; must include ``read_file``.
+        window: the context window, for fractions when the model has no profile.
+
+    Example:
+        >>> from langchain.agents import create_agent
+        >>> # create_agent(model, tools, middleware=[OffloadMiddleware(tool_limit=20_000)])
+    """
+
+    name = "labkit.Offload"
+
+    def __init__(
+        self,
+        *,
+        backend: Any = None,
+        tool_limit: int | None = 20_000,
+        human_limit: int | None = 50_000,
+        args_trigger: tuple | None = ("fraction", 0.85),
+        args_keep: tuple = ("messages", 20),
+        arg_max_length: int = 2000,
+        exempt_tools: Sequence[str] = EXEMPT_TOOLS,
+        head_lines: int = 5,
+        tail_lines: int = 5,
+        window: int | None = None,
+    ) -> None:
+        super().__init__()
+        from deepagents.backends import StateBackend
+        from deepagents.middleware.filesystem import FilesystemState
+
+        self.tool_limit = check_limit("tool_limit", tool_limit)
+        self.human_limit = check_limit("human_limit", human_limit)
+        self.args_trigger = None if args_trigger is None else check_size("args_trigger", args_trigger, ("fraction", "tokens"))
+        self.args_keep = check_size("args_keep", args_keep)
+        self.arg_max_length = check_limit("arg_max_length", arg_max_length, allow_none=False)
+        self.window = check_limit("window", window)
+        for knob, v in (("head_lines", head_lines), ("tail_lines", tail_lines)):
+            if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v <= 1000:
+                raise ValueError(f"{knob} must be a whole number from 0 to 1000, got {v!r}")
+        if isinstance(exempt_tools, str) or "read_file" not in exempt_tools:
+            raise ValueError("exempt_tools must be a collection of tool names that includes "
+                             "'read_file': reading an evicted result back must never evict it again")
+        self.exempt_tools = frozenset(exempt_tools)
+        self.head_lines, self.tail_lines = head_lines, tail_lines
+        self.backend = StateBackend() if backend is None else backend
+        self.state_schema = FilesystemState
+        self.counter = TokenCounter()
+        self.evicted: list[str] = []  # paths written, in order (for the lessons)
+
+    # -- writing -------------------------------------------------------------------------------
+
+    def _write(self, path: str, text: str) -> str | None:
+        """Write ``text`` at ``path`` (or a free variant of it); the path written, or ``None``
+        after a warning if the backend failed. An existing file with other content is never
+        overwritten."""
+        candidates = [path, *(f"{path}.{k}" for k in range(2, 100))]
+        for candidate in candidates:
+            try:
+                existing = self.backend.download_files([candidate])[0]
+            except Exception as e:  # a backend that cannot even look: try to write anyway
+                existing = None
+                warnings.warn(f"labkit offload: could not check {candidate}: {e}", stacklevel=3)
+            if existing is not None and existing.error is None and existing.content is not None:
+                if existing.content.decode("utf-8", "replace") == text:
+                    return candidate  # already there, same bytes
+                continue
+            try:
+                result = self.backend.write(candidate, text)
+            except Exception as e:
+                result = e
+            error = result if isinstance(result, Exception) else getattr(result, "error", None)
+            if error:
+                warnings.warn(f"labkit offload: could not write {candidate} ({error}); the content "
+                              "stays in the context, nothing is lost", stacklevel=3)
+                return None
+            self.evicted.append(candidate)
+            return candidate
+        warnings.warn(f"labkit offload: no free file name next to {path}; content kept in context",
+                      stacklevel=3)
+        return None
+
+    # -- large tool results ----------------------------------------------------------------------
+
+    def _evict_result(self, message: ToolMessage) -> ToolMessage:
+        if message.additional_kwargs.get(OFFLOADED) or self.tool_limit is None:
+            return message
+        text = _text_of(message)
+        tokens = self.counter.text(text)
+        if tokens <= self.tool_limit:
+            return message
+        stored = wrap_long_lines(text)
+        path = self._write(result_path(message.tool_call_id or ""), stored)
+        if path is None:
+            return message
+        stub = _stub(prompts.OFFLOAD_RESULT_STUB, path, stored, tokens, self.head_lines, self.tail_lines)
+        if stored != text:
+            stub += f"\n\nLines longer than {LINE_LIMIT:,} characters were wrapped in the file: a line " \
+                    f"ending in '{WRAP_MARK.strip()}' continues on the next."
+        return message.model_copy(update={
+            "content": _with_text(message, stub),
+            "additional_kwargs": {**message.additional_kwargs, OFFLOADED: path},
+        })
+
+    def _evict_any(self, result: ToolMessage | Command) -> ToolMessage | Command:
+        if isinstance(result, ToolMessage):
+            return self._evict_result(result)
+        if isinstance(result, Command) and isinstance(result.update, dict) and result.update.get("messages"):
+            msgs = [self._evict_result(m) if isinstance(m, ToolMessage) else m
+                    for m in result.update["messages"]]
+            return Command(graph=result.graph, goto=result.goto, resume=result.resume,
+                           update={**result.update, "messages": msgs})
+        return result
+
+    def wrap_tool_call(self, request, handler: Callable):
+        result = handler(request)
+        if request.tool_call["name"] in self.exempt_tools:
+            return result
+        return self._evict_any(result)
+
+    async def awrap_tool_call(self, request, handler):
+        result = await handler(request)
+        if request.tool_call["name"] in self.exempt_tools:
+            return result
+        return self._evict_any(result)
+
+    # -- the model's view ------------------------------------------------------------------------
+
+    def _evict_human(self, messages: list[BaseMessage]) -> HumanMessage | None:
+        """Save the latest human message if it is too large; return its tagged copy."""
+        if self.human_limit is None or not messages or not isinstance(messages[-1], HumanMessage):
+            return None
+        last = messages[-1]
+        if last.additional_kwargs.get(OFFLOADED) or last.additional_kwargs.get("lc_source"):
+            return None
+        if last.id is None:  # without an id the tagged copy could not replace it in state
+            return None
+        text = _text_of(last)
+        if self.counter.text(text) <= self.human_limit:
+            return None
+        digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+        path = self._write(f"{HISTORY_DIR}/message-{digest}.md", wrap_long_lines(text))
+        if path is None:
+            return None
+        return last.model_copy(update={"additional_kwargs": {**last.additional_kwargs, OFFLOADED: path}})
+
+    def _human_view(self, message: HumanMessage) -> HumanMessage:
+        path = message.additional_kwargs[OFFLOADED]
+        text = _text_of(message)
+        stub = _stub(prompts.OFFLOAD_HUMAN_STUB, path, wrap_long_lines(text), self.counter.text(text),
+                     self.head_lines, self.tail_lines)
+        return message.model_copy(update={"content": _with_text(message, stub)})
+
+    def view(self, messages: Sequence[BaseMessage], *, system: BaseMessage | None = None,
+             tools: Sequence[Any] = (), window: int | None = None) -> list[BaseMessage]:
+        """What the model should see for ``messages``: offloaded human messages as stubs, and old
+        file-tool arguments shortened once the request is over ``args_trigger``. Pure: the
+        messages given are not changed."""
+        out = [self._human_view(m) if isinstance(m, HumanMessage) and m.additional_kwargs.get(OFFLOADED)
+               else m for m in messages]
+        if self.args_trigger is None:
+            return out
+        window = window or self.window
+        threshold = size_threshold(self.args_trigger, window)
+        if threshold is None:
+            return out
+        from labkit.trace import measure
+
+        total = sum(measure(out, system, list(tools), self.counter).values())
+        if total <= threshold:
+            return out
+        return truncate_args(out, _protect_from(out, self.args_keep, window, self.counter),
+                             self.arg_max_length)
+
+    def _prepare(self, request):
+        messages = list(request.messages)
+        tagged = self._evict_human(messages)
+        if tagged is not None:
+            messages[-1] = tagged
+        profile = getattr(request.model, "profile", None)
+        window = profile.get("max_input_tokens") if isinstance(profile, dict) else None
+        if self.args_trigger and self.args_trigger[0] == "fraction" and not (window or self.window):
+            warnings.warn("labkit offload: args_trigger is a fraction but the model has no profile "
+                          "and no window= was given, so old arguments are not truncated; pass "
+                          "args_trigger=('tokens', n) or window=", stacklevel=3)
+        seen = self.view(messages, system=request.system_message, tools=request.tools or (),
+                         window=window if isinstance(window, int) else None)
+        return request.override(messages=seen), tagged
+
+    @staticmethod
+    def _finish(response, tagged):
+        """Attach the tagged human message to the response, as a state update by message id."""
+        if tagged is None:
+            return response
+        if isinstance(response, ExtendedModelResponse):
+            inner = response.command.update if response.command and isinstance(response.command.update, dict) else {}
+            update = {**inner, "messages": [*inner.get("messages", []), tagged]}
+            return ExtendedModelResponse(model_response=response.model_response, command=Command(update=update))
+        return ExtendedModelResponse(model_response=response, command=Command(update={"messages": [tagged]}))
+
+    def wrap_model_call(self, request, handler):
+        new_request, tagged = self._prepare(request)
+        return self._finish(handler(new_request), tagged)
+
+    async def awrap_model_call(self, request, handler):
+        new_request, tagged = self._prepare(request)
+        return self._finish(await handler(new_request), tagged)
