@@ -21,8 +21,8 @@ Unlike deepagents' ``FilesystemMiddleware``, which tests ``len(text) > 4 * limit
 limits here are real tokens — so a Chinese or digit-heavy result is judged by what it costs. And
 file names are made injective: two tool-call ids never share a file. Lines longer than
 ``LINE_LIMIT`` characters are wrapped in the file (a line ending in ``WRAP_MARK`` continues on
-the next), because ``read_file`` can return at most 80,000 characters at once; :func:`unwrap`
-restores the exact original.
+the next), because ``read_file`` can return at most 80,000 characters at once, and the file ends
+with an ``END_MARK`` line; :func:`unwrap` restores the exact original from the file.
 
 What it leaves out: binary content (images stay in the message as they are), and eviction of
 ``task`` results by size alone — subagent reports are the isolation lesson's business.
@@ -50,11 +50,13 @@ __all__ = [
     "HISTORY_DIR",
     "LINE_LIMIT",
     "RESULTS_DIR",
+    "END_MARK",
     "WRAP_MARK",
     "OffloadMiddleware",
     "preview",
     "result_path",
     "safe_name",
+    "stored_text",
     "truncate_args",
     "unwrap",
     "wrap_long_lines",
@@ -66,6 +68,7 @@ EXEMPT_TOOLS = frozenset({"ls", "glob", "grep", "read_file", "edit_file", "write
 TRUNCATED_TOOLS = ("write_file", "edit_file")
 LINE_LIMIT = 5_000
 WRAP_MARK = " ↩"
+END_MARK = "[end of offloaded content]"
 OFFLOADED = "lc_offloaded_to"  # additional_kwargs key: where this message's full text lives
 _SAFE = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
@@ -104,8 +107,16 @@ def wrap_long_lines(text: str, limit: int = LINE_LIMIT) -> str:
     return "\n".join(out)
 
 
+def stored_text(text: str) -> str:
+    """What goes into the file: long lines wrapped, then one ``END_MARK`` line. read_file shows
+    lines, so without the end line a reader could not tell whether the text ended in a newline."""
+    return wrap_long_lines(text) + "\n" + END_MARK
+
+
 def unwrap(text: str) -> str:
-    """Undo :func:`wrap_long_lines`: join each line ending in ``WRAP_MARK`` with the next."""
+    """The exact original of a :func:`stored_text` (or :func:`wrap_long_lines`) result: drop the
+    end line, and join each line ending in ``WRAP_MARK`` with the next."""
+    text = text.removesuffix("\n" + END_MARK)
     return text.replace(WRAP_MARK + "\n", "")
 
 
@@ -291,12 +302,12 @@ class OffloadMiddleware(AgentMiddleware):
         tokens = self.counter.text(text)
         if tokens <= self.tool_limit:
             return message
-        stored = wrap_long_lines(text)
+        stored = stored_text(text)
         path = self._write(result_path(message.tool_call_id or ""), stored)
         if path is None:
             return message
         stub = _stub(prompts.OFFLOAD_RESULT_STUB, path, stored, tokens, self.head_lines, self.tail_lines)
-        if stored != text:
+        if wrap_long_lines(text) != text:
             stub += f"\n\nLines longer than {LINE_LIMIT:,} characters were wrapped in the file: a line " \
                     f"ending in '{WRAP_MARK.strip()}' continues on the next."
         return message.model_copy(update={
@@ -341,7 +352,7 @@ class OffloadMiddleware(AgentMiddleware):
         if self.counter.text(text) <= self.human_limit:
             return None
         digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
-        path = self._write(f"{HISTORY_DIR}/message-{digest}.md", wrap_long_lines(text))
+        path = self._write(f"{HISTORY_DIR}/message-{digest}.md", stored_text(text))
         if path is None:
             return None
         return last.model_copy(update={"additional_kwargs": {**last.additional_kwargs, OFFLOADED: path}})
@@ -349,7 +360,7 @@ class OffloadMiddleware(AgentMiddleware):
     def _human_view(self, message: HumanMessage) -> HumanMessage:
         path = message.additional_kwargs[OFFLOADED]
         text = _text_of(message)
-        stub = _stub(prompts.OFFLOAD_HUMAN_STUB, path, wrap_long_lines(text), self.counter.text(text),
+        stub = _stub(prompts.OFFLOAD_HUMAN_STUB, path, stored_text(text), self.counter.text(text),
                      self.head_lines, self.tail_lines)
         return message.model_copy(update={"content": _with_text(message, stub)})
 
