@@ -363,3 +363,20 @@ def test_limits_can_be_switched_off():
 def test_result_path_is_under_large_tool_results():
     assert result_path("call_1") == "/large_tool_results/call_1"
     assert result_path("../x").startswith("/large_tool_results/") and ".." not in result_path("../x")
+
+
+def test_side_by_side_deepagents_evicts_by_characters_labkit_by_tokens():
+    """Same run, same 20,000 limit: deepagents (len > 4 * 20,000 characters) evicts only FERN's
+    export; labkit (BPE > 20,000) evicts the three exports that really are over 20,000 tokens."""
+    from deepagents.middleware.filesystem import NUM_CHARS_PER_TOKEN
+
+    deep = scenario.run(LabModel(window=1_000_000), harness="deep")
+    theirs = {unwrap(deep.files[p]).split("\n", 1)[0] for p in deep.files if p.startswith("/large_tool_results/")}
+    ours = scenario.run(LabModel(window=1_000_000), middleware=[OffloadMiddleware()])
+    mine = {unwrap(ours.files[p]).split("\n", 1)[0] for p in ours.files if p.startswith("/large_tool_results/")}
+    by_chars = {scenario.export_text(c["ticker"]).split("\n", 1)[0] for c in scenario.companies()
+                if len(scenario.export_text(c["ticker"])) > NUM_CHARS_PER_TOKEN * 20_000}
+    by_tokens = {scenario.export_text(c["ticker"]).split("\n", 1)[0] for c in scenario.companies()
+                 if count_tokens(scenario.export_text(c["ticker"])) > 20_000}
+    assert theirs == by_chars and mine == by_tokens and theirs < mine
+    assert theirs == {"# Market data export — Fernhollow Labs (FERN)"}
