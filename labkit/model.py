@@ -401,7 +401,7 @@ class LabModel(BaseChatModel):
                 m = re.search(r"lines \d+-(\d+) of (\d+)", result)
                 done = not m or int(m.group(1)) >= int(m.group(2))
                 searched[path] = 10**9 if done else max(searched.get(path, 0), int(m.group(1)))
-        for path in dict.fromkeys(p.rstrip(".") for p in _PATHS.findall(view.text)):
+        for path in dict.fromkeys(p.rstrip(".:") for p in _PATHS.findall(view.text)):
             if path.startswith("/reports/") or searched.get(path, 0) >= 10**9:
                 continue
             if "grep" in names:
@@ -460,7 +460,7 @@ def summarize(text: str, keep_figures: bool = False) -> str:
     for ticker, kpi, value in dict.fromkeys(_KPI.findall(text)):
         lines.append(f"- kpi,{ticker},{kpi},{value}" if keep_figures
                      else f"- {ticker} {kpi}: reported (exact figure not kept)")
-    paths = list(dict.fromkeys(p.rstrip(".") for p in _PATHS.findall(text)))
+    paths = list(dict.fromkeys(p.rstrip(".:") for p in _PATHS.findall(text)))
     last = found[-1][1] if found else None
     todo = [s for s in (last.steps if last else ()) if s.evidence not in text]
     next_steps = "\n".join(f"- {s.tool}({json.dumps(s.args)})" for s in todo) or "None"

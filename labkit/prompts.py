@@ -7,6 +7,8 @@ from __future__ import annotations
 
 __all__ = [
     "ARG_TRUNCATED",
+    "COMPACT_DONE",
+    "COMPACT_REFUSED",
     "GOAL_LOST",
     "KEEP_FIGURES",
     "LAB_MODEL_INTRO",
@@ -79,3 +81,9 @@ OFFLOAD_HUMAN_STUB = (
     "Preview ({lines:,} lines; the numbers are the file's own line numbers):\n{preview}"
 )
 ARG_TRUNCATED = "…[{dropped:,} more characters not shown here: the full text is in {path}]"
+
+# Manual compaction (notebook 11): the compact_conversation tool's two answers.
+COMPACT_DONE = ("Compacted: {n} older messages were folded into a summary; the full text is "
+                "archived in {path}.")
+COMPACT_REFUSED = ("Not compacted: the context holds {why} (half the trigger). Compaction loses "
+                   "detail, so it waits until there is enough to gain.")

@@ -1,0 +1,378 @@
+"""Summarization (压缩): fold old messages into a summary — without deleting them.
+
+Notebooks 07–11 introduce it. Compaction is lossy and costs a model call, so this module makes
+every part of it visible:
+
+* **when** — :func:`should_compact`: the request (system prompt, tool schemas and messages, in
+  BPE tokens) passes the ``trigger``: ``("fraction", f)`` of the window, ``("tokens", n)`` or
+  ``("messages", n)``. Defaults follow deepagents: 85% / keep 10% with a model profile, and the
+  no-profile fallback of 170,000 tokens / keep 6 messages (which a 128k model never reaches).
+* **where** — :func:`cut_point`: keep the most recent ``keep`` (messages, or a token budget met by
+  a binary search over suffix sums), then :func:`safe_cut` moves the cut back so an AI message
+  with tool calls is never separated from its tool results.
+* **what** — an :class:`Event` (cut point, summary, archive path) is recorded in private state;
+  ``state["messages"]`` is never touched, and the model's view is rebuilt on every call by
+  :func:`view`: ``[summary message, *messages[cut:]]``.
+* **the archive** — before summarizing, the folded messages are appended to one markdown file per
+  thread under ``/conversation_history/``, one dated section per compaction; the summary message
+  names that path, so exact details can be read back.
+* **the summary** — a four-part prompt (``prompts.SUMMARY_PROMPT``); a second compaction folds
+  the previous summary in (chained summaries).
+* **failure** — a ``ContextOverflowError`` from the model forces a compaction and one retry.
+* **by hand** — a ``compact_conversation`` tool shares the same event; it refuses below a gate
+  (half the trigger by default).
+
+The pure functions are what ``labkit.replay`` re-runs on every slider move. What it leaves out:
+media in the folded range (deepagents uploads it; here non-text content is an error), and
+argument truncation (that is ``labkit.offload``).
+"""
+
+from __future__ import annotations
+
+import bisect
+import datetime as dt
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+from typing import Annotated, Any, NotRequired
+
+from deepagents.middleware.filesystem import FilesystemState
+from langchain.agents.middleware import AgentMiddleware
+from langchain.agents.middleware.types import ExtendedModelResponse, PrivateStateAttr
+from langchain_core.exceptions import ContextOverflowError
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage, get_buffer_string
+from langchain_core.tools import StructuredTool
+from langgraph.types import Command
+
+from labkit import prompts
+from labkit._sizes import check_size, size_threshold
+from labkit.tokens import TokenCounter
+
+__all__ = [
+    "EVENTS_KEY",
+    "Event",
+    "SummarizeMiddleware",
+    "archive_path",
+    "archive_section",
+    "cut_point",
+    "defaults",
+    "events_of",
+    "safe_cut",
+    "should_compact",
+    "summary_message",
+    "summary_prompt",
+    "view",
+]
+
+EVENTS_KEY = "_labkit_compactions"
+HISTORY_DIR = "/conversation_history"
+SUMMARY_TAGS = ["nostream", "labkit:summary"]
+SUMMARY_METADATA = {"lc_source": "summarization"}
+FALLBACK_TRIGGER = ("tokens", 170_000)
+FALLBACK_KEEP = ("messages", 6)
+
+
+@dataclass(frozen=True)
+class Event:
+    """One compaction: ``messages[:cut]`` are folded into ``summary``; the folded messages (not
+    earlier summaries) are archived in ``archive``. ``created_at`` is the number of messages in
+    state when it happened; ``number`` counts compactions in the thread."""
+
+    cut: int
+    summary: str
+    archive: str | None
+    created_at: int
+    number: int
+    reason: str = "trigger"  # "trigger", "overflow" or "manual"
+
+
+class _State(FilesystemState):
+    _labkit_compactions: Annotated[NotRequired[list[dict]], PrivateStateAttr]
+
+
+# -- pure policy --------------------------------------------------------------------------------
+
+
+def defaults(model: Any) -> tuple[tuple, tuple]:
+    """(trigger, keep) for a model: fractions with a profile, deepagents' fallback without."""
+    profile = getattr(model, "profile", None)
+    if isinstance(profile, dict) and isinstance(profile.get("max_input_tokens"), int):
+        return ("fraction", 0.85), ("fraction", 0.10)
+    return FALLBACK_TRIGGER, FALLBACK_KEEP
+
+
+def should_compact(tokens: int, n_messages: int, trigger: tuple, window: int | None) -> bool:
+    """Has the request reached the trigger? (A fraction with no window never fires.)"""
+    if trigger[0] == "messages":
+        return n_messages >= trigger[1]
+    threshold = size_threshold(trigger, window)
+    return threshold is not None and tokens >= threshold
+
+
+def safe_cut(messages: Sequence[BaseMessage], cut: int) -> int:
+    """Move ``cut`` back so it does not fall between an AI message's tool calls and their results:
+    if ``messages[cut]`` is a tool result, the cut moves to the AI message that made the call."""
+    cut = max(0, min(cut, len(messages)))
+    while 0 < cut < len(messages) and isinstance(messages[cut], ToolMessage):
+        cut -= 1
+    return cut
+
+
+def cut_point(messages: Sequence[BaseMessage], keep: tuple, window: int | None,
+              tokens: Callable[[BaseMessage], int], start: int = 0) -> int:
+    """Where to cut so the kept suffix ``messages[cut:]`` satisfies ``keep`` — pair-safe.
+
+    For a token budget, the smallest cut whose suffix fits is found by binary search over the
+    suffix sums (at most ``log2(n)`` steps). ``start`` is the first message that may be folded
+    (1 when ``messages[0]`` is the previous summary). Returns ``start`` when nothing can be folded.
+    """
+    n = len(messages)
+    if keep[0] == "messages":
+        cut = n - int(keep[1])
+    else:
+        budget = size_threshold(keep, window)
+        if budget is None:
+            return start
+        sizes = [tokens(m) for m in messages]
+        suffix = [0] * (n + 1)
+        for i in range(n - 1, -1, -1):
+            suffix[i] = suffix[i + 1] + sizes[i]
+        # suffix is decreasing; find the first i with suffix[i] <= budget
+        cut = bisect.bisect_left([-s for s in suffix], -budget)
+    cut = safe_cut(messages, min(max(cut, start), n - 1))  # the latest message always stays
+    return cut if cut > start else start
+
+
+def view(messages: Sequence[BaseMessage], event: Event | None) -> list[BaseMessage]:
+    """What the model sees: the summary, then every message from the cut on."""
+    if event is None:
+        return list(messages)
+    return [summary_message(event), *messages[event.cut:]]
+
+
+def summary_message(event: Event) -> HumanMessage:
+    """The message that stands for everything before the cut."""
+    where = (f"The folded messages are archived, word for word, in {event.archive} — read or grep "
+             "that file when you need an exact detail.\n\n") if event.archive else ""
+    text = (f"This conversation was compacted (compaction {event.number}): its first "
+            f"{event.cut} messages were replaced by the summary below.\n\n{where}"
+            f"<summary>\n{event.summary}\n</summary>")
+    return HumanMessage(text, additional_kwargs=dict(SUMMARY_METADATA), id=f"labkit-summary-{event.number}")
+
+
+def summary_prompt(messages: Sequence[BaseMessage], keep_figures: bool = False) -> str:
+    """The prompt sent to the summarizer: the four sections, then the history as XML."""
+    fidelity = prompts.KEEP_FIGURES if keep_figures else ""
+    return prompts.SUMMARY_PROMPT.format(messages=get_buffer_string(list(messages), format="xml"),
+                                         fidelity=fidelity)
+
+
+def archive_section(messages: Sequence[BaseMessage], number: int, first: int,
+                    when: dt.datetime | None = None) -> str:
+    """One dated markdown section holding the folded messages, rendered as XML."""
+    when = when or dt.datetime.now(dt.timezone.utc)
+    last = first + len(messages) - 1
+    return (f"## Compaction {number} — {when.isoformat(timespec='seconds')} — messages "
+            f"{first}–{last}\n\n{get_buffer_string(list(messages), format='xml')}\n\n")
+
+
+def archive_path(thread_id: str) -> str:
+    """One archive per thread."""
+    from labkit.offload import safe_name
+
+    return f"{HISTORY_DIR}/{safe_name(thread_id or 'default')}.md"
+
+
+def _events(state: dict) -> list[Event]:
+    return [Event(**e) for e in state.get(EVENTS_KEY) or []]
+
+
+# -- the middleware ------------------------------------------------------------------------------
+
+
+class SummarizeMiddleware(AgentMiddleware):
+    """Non-destructive compaction with an archive, an overflow fallback and a manual tool.
+
+    Args:
+        model: the summarizer (usually the agent's own model); its profile sets the defaults.
+        trigger: when to compact — ``("fraction", f)``, ``("tokens", n)`` or ``("messages", n)``.
+        keep: how much recent history survives a compaction, in the same forms.
+        backend: a deepagents backend for the archive (default ``StateBackend()``).
+        keep_figures: ask the summarizer to keep exact figures and ids.
+        manual_tool: add the ``compact_conversation`` tool.
+        gate: the manual tool refuses below this fraction of the trigger.
+        window: the context window, when the model has no profile.
+        clock: returns the time stamped on archive sections (for reproducible tests).
+
+    The middleware is named ``SummarizationMiddleware``, so ``create_deep_agent(middleware=[...])``
+    puts it in place of deepagents' own.
+    """
+
+    name = "SummarizationMiddleware"
+    state_schema = _State
+
+    def __init__(self, model: Any, *, trigger: tuple | None = None, keep: tuple | None = None,
+                 backend: Any = None, keep_figures: bool = False, manual_tool: bool = False,
+                 gate: float = 0.5, window: int | None = None,
+                 clock: Callable[[], dt.datetime] | None = None) -> None:
+        super().__init__()
+        from deepagents.backends import StateBackend
+
+        default_trigger, default_keep = defaults(model)
+        profile = getattr(model, "profile", None)
+        self.window = window or (profile.get("max_input_tokens") if isinstance(profile, dict) else None)
+        self.trigger = check_size("trigger", default_trigger if trigger is None else trigger)
+        self.keep = check_size("keep", default_keep if keep is None else keep)
+        for knob, size in (("trigger", self.trigger), ("keep", self.keep)):
+            if size[0] == "fraction" and self.window is None:
+                raise ValueError(f"{knob}={size!r} is a fraction of the context window, but the model "
+                                 "has no profile: pass window=, or use ('tokens', n) / ('messages', n)")
+        self._check_keep_below_trigger()
+        if isinstance(gate, bool) or not isinstance(gate, (int, float)) or not 0 < gate <= 1:
+            raise ValueError(f"gate must be a fraction of the trigger in (0, 1], got {gate!r}")
+        self.model, self.keep_figures, self.gate, self.clock = model, keep_figures, gate, clock
+        self.backend = StateBackend() if backend is None else backend
+        self.counter = TokenCounter()
+        self.tools = [self._manual_tool()] if manual_tool else []
+
+    def _check_keep_below_trigger(self) -> None:
+        (tk, tv), (kk, kv) = self.trigger, self.keep
+        if tk == kk == "messages":
+            ok = kv < tv
+        elif "messages" in (tk, kk):
+            return  # not comparable
+        else:
+            ok = size_threshold(self.keep, self.window) < size_threshold(self.trigger, self.window)
+        if not ok:
+            raise ValueError(f"keep={self.keep!r} must keep less than trigger={self.trigger!r} lets "
+                             "in, or every compaction would fire again at once")
+
+    # -- measuring ---------------------------------------------------------------------------
+
+    def request_tokens(self, messages, system=None, tools=()) -> int:
+        from labkit.trace import measure
+
+        return sum(measure(list(messages), system, list(tools), self.counter).values())
+
+    # -- compacting --------------------------------------------------------------------------
+
+    def compact(self, messages: list[BaseMessage], events: list[Event], thread_id: str,
+                reason: str = "trigger") -> Event | None:
+        """Fold what ``keep`` allows into a new event, or ``None`` if the cut cannot move forward."""
+        last = events[-1] if events else None
+        shown = view(messages, last)
+        start = 1 if last else 0
+        cut = cut_point(shown, self.keep, self.window, self.counter.message, start=start)
+        if cut <= start:
+            return None
+        folded = shown[start:cut]
+        absolute = (last.cut if last else 0) + (cut - start)
+        number = len(events) + 1
+        path = self._archive(folded, number, absolute - len(folded), thread_id)
+        summary = self._summarize(shown[:cut])
+        return Event(cut=absolute, summary=summary, archive=path, created_at=len(messages),
+                     number=number, reason=reason)
+
+    def _summarize(self, messages: Sequence[BaseMessage]) -> str:
+        reply = self.model.invoke([HumanMessage(summary_prompt(messages, self.keep_figures))],
+                                  config={"tags": SUMMARY_TAGS, "metadata": SUMMARY_METADATA})
+        return reply.text if hasattr(reply, "text") else str(reply.content)
+
+    def _archive(self, folded: Sequence[BaseMessage], number: int, first: int, thread_id: str) -> str | None:
+        import warnings
+
+        path = archive_path(thread_id)
+        section = archive_section(folded, number, first, self.clock() if self.clock else None)
+        try:
+            found = self.backend.download_files([path])[0]
+            old = found.content.decode("utf-8") if found.error is None and found.content is not None else ""
+            result = self.backend.write(path, old + section)
+            error = getattr(result, "error", None)
+        except Exception as e:  # the run goes on; the summary just cannot point to an archive
+            error = e
+        if error:
+            warnings.warn(f"labkit summarize: could not archive to {path} ({error}); the summary "
+                          "will not point to an archive", stacklevel=3)
+            return None
+        return path
+
+    # -- hooks ---------------------------------------------------------------------------------
+
+    def _thread(self) -> str:
+        try:
+            from langgraph.config import get_config
+
+            return str(get_config().get("configurable", {}).get("thread_id") or "default")
+        except RuntimeError:
+            return "default"
+
+    def _call(self, request, handler, events):
+        """Call the model on the current view; on overflow, compact once and retry once."""
+        messages = list(request.messages)
+        shown = view(messages, events[-1] if events else None)
+        new: list[Event] = []
+        tokens = self.request_tokens(shown, request.system_message, request.tools or ())
+        if should_compact(tokens, len(shown), self.trigger, self.window):
+            event = self.compact(messages, events, self._thread())
+            if event:
+                new.append(event)
+                shown = view(messages, event)
+        try:
+            response = handler(request.override(messages=shown))
+        except ContextOverflowError as first_error:
+            event = self.compact(messages, events + new, self._thread(), reason="overflow")
+            if event is None:
+                raise ContextOverflowError(f"{first_error} — and nothing is left to compact "
+                                           f"(keep={self.keep!r})") from first_error
+            new.append(event)
+            response = handler(request.override(messages=view(messages, event)))
+        return response, new
+
+    def _result(self, response, events, new):
+        if not new:
+            return response
+        update = {EVENTS_KEY: [asdict(e) for e in events + new]}
+        return ExtendedModelResponse(model_response=response, command=Command(update=update))
+
+    def wrap_model_call(self, request, handler):
+        events = _events(request.state)
+        response, new = self._call(request, handler, events)
+        return self._result(response, events, new)
+
+    # -- the manual tool -----------------------------------------------------------------------
+
+    def _gate_ok(self, shown, tokens) -> tuple[bool, str]:
+        kind, n = self.trigger
+        if kind == "messages":
+            need = max(1, int(n * self.gate))
+            return len(shown) >= need, f"{len(shown)} messages, below the gate of {need}"
+        need = max(1, int(size_threshold(self.trigger, self.window) * self.gate))
+        return tokens >= need, f"{tokens:,} tokens, below the gate of {need:,}"
+
+    def _manual_tool(self) -> StructuredTool:
+        from langchain.tools import ToolRuntime
+
+        def compact_conversation(runtime: ToolRuntime) -> Command | str:
+            """Compact the conversation now: fold older messages into a summary, archived word
+            for word. Use it at a task boundary, when the context is long."""
+            state = runtime.state
+            messages, events = list(state["messages"]), _events(state)
+            shown = view(messages, events[-1] if events else None)
+            ok, why = self._gate_ok(shown, self.request_tokens(shown))
+            if not ok:
+                text = prompts.COMPACT_REFUSED.format(why=why)
+                return Command(update={"messages": [ToolMessage(text, tool_call_id=runtime.tool_call_id)]})
+            event = self.compact(messages, events, self._thread(), reason="manual")
+            text = prompts.COMPACT_DONE.format(n=event.cut - (events[-1].cut if events else 0), path=event.archive) \
+                if event else prompts.COMPACT_REFUSED.format(why="nothing old enough to fold")
+            update: dict[str, Any] = {"messages": [ToolMessage(text, tool_call_id=runtime.tool_call_id)]}
+            if event:
+                update[EVENTS_KEY] = [asdict(e) for e in events + [event]]
+            return Command(update=update)
+
+        return StructuredTool.from_function(compact_conversation)
+
+
+def events_of(state: dict) -> list[Event]:
+    """The compaction events recorded in a run's state, oldest first."""
+    return _events(state)
+
