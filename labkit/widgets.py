@@ -1,0 +1,200 @@
+"""ipywidgets panels: sliders that re-run the lab and redraw a figure.
+
+Notebook 04 introduces them, with :func:`offload_panel`. A :class:`Panel` holds its controls
+(``.controls``, a dict of ipywidgets by knob name), the latest result (``.result``, a dict with at
+least ``"figure"``) and the container to display (``.widget``; a ``Panel`` at the end of a cell
+shows it). Moving a slider, or calling ``panel.set(knob=value)`` from code, recomputes the result
+synchronously and redraws; the computing function *returns* its result and never prints, so
+nothing leaks into cell outputs under nbval. Results are cached per setting, so moving a slider
+back is instant. Nothing is displayed when a panel is made, and nothing happens at import.
+
+What it leaves out: replaying a recorded run under new knobs (each setting re-runs the scenario,
+about a second — ``labkit.replay`` is the later, faster route), plotly's ``FigureWidget`` (it needs
+``anywidget``, not a dependency: the figure is shown through an ``ipywidgets.Output``), and the
+diagnostic table and failure-mode buttons of the later notebooks.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Callable, Mapping
+from contextlib import contextmanager
+from typing import Any
+
+import ipywidgets as ipw
+
+__all__ = ["Panel", "offload_panel", "offload_result"]
+
+_STYLE = {"description_width": "150px"}
+_WIDE = ipw.Layout(width="560px")
+
+
+def _check(knob: str, control: ipw.Widget, value: Any) -> Any:
+    """``value`` if the control can hold it, else a ``ValueError`` naming the knob and its range."""
+    if isinstance(control, ipw.Checkbox):
+        if not isinstance(value, bool):
+            raise ValueError(f"{knob} must be True or False, got {value!r}")
+        return value
+    whole = isinstance(control, ipw.IntSlider)
+    number = isinstance(value, int) if whole else isinstance(value, (int, float))
+    if isinstance(value, bool) or not number or not control.min <= value <= control.max:
+        lo, hi = (f"{control.min:,}", f"{control.max:,}") if whole else (f"{control.min:g}", f"{control.max:g}")
+        kind = "a whole number" if whole else "a number"
+        raise ValueError(f"{knob} must be {kind} from {lo} to {hi}, got {value!r}")
+    return value if whole else float(value)
+
+
+def _figure_output(figure) -> dict:
+    """A display_data output for an Output widget: the figure as plotly's own mimetype."""
+    import plotly.io as pio
+
+    data = pio.renderers["plotly_mimetype"].to_mimebundle(figure.to_dict())
+    title = figure.layout.title.text or "figure"
+    data["text/plain"] = f"<plotly figure: {title}>"
+    return {"output_type": "display_data", "data": data, "metadata": {}}
+
+
+class Panel:
+    """Controls that recompute a result and redraw its figure.
+
+    Args:
+        compute: called with every knob as a keyword argument; returns a dict with ``"figure"``
+            (a plotly Figure) and, if it likes, ``"status"`` (one line of HTML shown above it).
+        controls: ipywidgets by knob name — ``IntSlider``, ``FloatSlider`` or ``Checkbox``.
+        cache_size: how many settings to remember.
+
+    Example:
+        >>> # panel = Panel(lambda n: {"figure": make(n)}, {"n": ipw.IntSlider(3, min=1, max=9)})
+        >>> # panel.set(n=5)["figure"]
+    """
+
+    def __init__(self, compute: Callable[..., dict], controls: Mapping[str, ipw.Widget],
+                 cache_size: int = 32) -> None:
+        if not controls:
+            raise ValueError("a Panel needs at least one control")
+        for knob, control in controls.items():
+            if not isinstance(control, (ipw.IntSlider, ipw.FloatSlider, ipw.Checkbox)):
+                raise TypeError(f"control {knob!r} must be an IntSlider, FloatSlider or Checkbox, "
+                                f"not {type(control).__name__}")
+        self.controls = dict(controls)
+        self._compute = compute
+        self._cache: OrderedDict[tuple, dict] = OrderedDict()
+        self._cache_size = cache_size
+        self._holding = False
+        self.status = ipw.HTML()
+        self.output = ipw.Output()
+        self.widget = ipw.VBox([*self.controls.values(), self.status, self.output])
+        for control in self.controls.values():
+            control.observe(self._changed, names="value")
+        self.result = self._update()
+
+    @property
+    def values(self) -> dict[str, Any]:
+        """The knobs' current values."""
+        return {knob: control.value for knob, control in self.controls.items()}
+
+    def set(self, **values: Any) -> dict:
+        """Set knobs (all checked first, so a bad one changes nothing), recompute once, redraw,
+        and return the new result."""
+        for knob in values:
+            if knob not in self.controls:
+                raise ValueError(f"unknown knob {knob!r}; this panel has {', '.join(self.controls)}")
+        checked = {knob: _check(knob, self.controls[knob], v) for knob, v in values.items()}
+        with self._hold():
+            for knob, value in checked.items():
+                self.controls[knob].value = value
+        return self._update()
+
+    @contextmanager
+    def _hold(self):
+        self._holding = True
+        try:
+            yield
+        finally:
+            self._holding = False
+
+    def _changed(self, change) -> dict | None:
+        return None if self._holding else self._update()
+
+    def _update(self) -> dict:
+        values = self.values
+        key = tuple(values.items())
+        if key in self._cache:
+            self._cache.move_to_end(key)
+        else:
+            self.status.value = "<i>re-running the lab…</i>"
+            self._cache[key] = self._compute(**values)
+            while len(self._cache) > self._cache_size:
+                self._cache.popitem(last=False)
+        self.result = self._cache[key]
+        self.status.value = self.result.get("status", "")
+        self.output.outputs = (_figure_output(self.result["figure"]),)
+        return self.result
+
+    def _repr_mimebundle_(self, **kwargs):
+        return self.widget._repr_mimebundle_(**kwargs)
+
+    def __repr__(self) -> str:
+        return "Panel(" + ", ".join(f"{k}={v!r}" for k, v in self.values.items()) + ")"
+
+
+# -- notebook 04: offloading tool results --------------------------------------------------------
+
+
+def offload_result(window: int = 128_000, offload: bool = True, tool_limit: int = 20_000,
+                   export_scale: float = 1.0) -> dict:
+    """One run of the scenario with labkit's :class:`~labkit.offload.OffloadMiddleware` and the
+    numbers a learner reads off it: ``run``, ``score``, ``peak`` (most tokens one call saw),
+    ``evicted`` (paths written), ``overflowed``, ``figure`` and a one-line ``status``."""
+    from labkit import plots, scenario
+    from labkit.model import LabModel
+    from labkit.offload import OffloadMiddleware
+
+    middleware = [OffloadMiddleware(tool_limit=tool_limit)] if offload else []
+    run = scenario.run(LabModel(window=window), middleware=middleware, export_scale=export_scale)
+    peak = max((r.seen for r in run.records), default=0)
+    evicted = sorted(p for p in run.files if p.startswith("/large_tool_results/"))
+    setting = f"evict results over {tool_limit:,} tokens" if offload else "no offloading"
+    figure = plots.tokens_per_turn(run, window=window, title=(
+        f"Tokens per model call — {setting}, exports ×{export_scale:g}, window {window:,}"))
+    failed = next((r.index for r in run.records if r.error), None)
+    outcome = (f"<b>overflow</b>: call {failed} did not fit the window" if failed is not None else
+               f"needle answered correctly: <b>{'yes' if run.score.needle_correct else 'no'}</b>")
+    status = (f"{outcome} · peak <b>{peak:,}</b> of {window:,} tokens · "
+              f"<b>{len(evicted)}</b> result{'s' * (len(evicted) != 1)} evicted to files")
+    return {"run": run, "score": run.score, "peak": peak, "evicted": evicted,
+            "overflowed": run.error is not None, "figure": figure, "status": status,
+            "values": {"window": window, "offload": offload, "tool_limit": tool_limit,
+                       "export_scale": export_scale}}
+
+
+def offload_panel(window: int = 128_000, offload: bool = True, tool_limit: int = 20_000,
+                  export_scale: float = 1.0) -> Panel:
+    """Sliders for the eviction limit, the tool output size and the window; each move re-runs the
+    scenario (:func:`offload_result`) and redraws tokens per model call with the window line.
+
+    Knobs: ``window`` 16,000–200,000 tokens; ``offload`` on or off; ``tool_limit`` 2,000–60,000
+    tokens (a result over it is evicted); ``export_scale`` 0.1–2.0 (every export resized).
+    """
+    controls = {
+        "window": ipw.IntSlider(128_000, min=16_000, max=200_000, step=8_000,
+                                description="window (tokens)"),
+        "offload": ipw.Checkbox(True, description="offload large results", indent=True),
+        "tool_limit": ipw.IntSlider(20_000, min=2_000, max=60_000, step=1_000,
+                                    description="tool_limit (tokens)"),
+        "export_scale": ipw.FloatSlider(1.0, min=0.1, max=2.0, step=0.1, readout_format=".1f",
+                                        description="export_scale (×)"),
+    }
+    initial = {"window": window, "offload": offload, "tool_limit": tool_limit, "export_scale": export_scale}
+    for knob, value in initial.items():
+        control = controls[knob]
+        control.value = _check(knob, control, value)
+        if not isinstance(control, ipw.Checkbox):
+            control.continuous_update = False
+            control.layout, control.style = _WIDE, _STYLE
+        else:
+            control.style = _STYLE
+    controls["offload"].observe(
+        lambda change: setattr(controls["tool_limit"], "disabled", not change["new"]), names="value")
+    controls["tool_limit"].disabled = not offload
+    return Panel(offload_result, controls)
