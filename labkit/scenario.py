@@ -390,7 +390,11 @@ def run(
     (``FilesystemMiddleware`` with its eviction switched off, so nothing is offloaded unless you
     add a middleware that does it). ``harness="deep"`` builds ``deepagents.create_deep_agent``
     with its whole default stack. A recording middleware (``labkit.trace.Recorder``) is placed
-    innermost, so each record is what the model actually saw.
+    after your ``middleware``, so each record is what the model saw once they had edited the
+    request. Under ``create_agent`` that is the innermost layer. Under ``create_deep_agent`` a few
+    deepagents layers still come after it (prompt caching, unsupported-content notices, and the
+    tool exclusion of a harness profile): with ``excluded_tools`` the record overcounts the tool
+    schemas, and the model's ``reported_input`` is the true count.
 
     A model error — a context overflow above all — ends the run; it is kept in ``Run.error``.
     """
