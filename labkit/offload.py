@@ -159,7 +159,8 @@ def truncate_args(messages: Sequence[BaseMessage], protect_from: int,
                 for key, value in args.items():
                     if isinstance(value, str) and len(value) > max_length:
                         keep = max_length // 2
-                        args[key] = value[:keep] + prompts.ARG_TRUNCATED.format(
+                        note = prompts.ARG_TRUNCATED if tc["name"] == "write_file" else prompts.ARG_TRUNCATED_EDIT
+                        args[key] = value[:keep] + note.format(
                             dropped=len(value) - keep, path=path)
                         changed = True
             calls.append({**tc, "args": args})
@@ -260,6 +261,7 @@ class OffloadMiddleware(AgentMiddleware):
         self.state_schema = FilesystemState
         self.counter = TokenCounter()
         self.evicted: list[str] = []  # paths written, in order (for the lessons)
+        self._stubs: dict[tuple, str] = {}
 
     # -- writing -------------------------------------------------------------------------------
 
@@ -358,11 +360,14 @@ class OffloadMiddleware(AgentMiddleware):
         return last.model_copy(update={"additional_kwargs": {**last.additional_kwargs, OFFLOADED: path}})
 
     def _human_view(self, message: HumanMessage) -> HumanMessage:
+        """The stub the model sees for an offloaded human message (made once per message)."""
         path = message.additional_kwargs[OFFLOADED]
-        text = _text_of(message)
-        stub = _stub(prompts.OFFLOAD_HUMAN_STUB, path, stored_text(text), self.counter.text(text),
-                     self.head_lines, self.tail_lines)
-        return message.model_copy(update={"content": _with_text(message, stub)})
+        key = (message.id, path)
+        if key not in self._stubs:
+            text = _text_of(message)
+            self._stubs[key] = _stub(prompts.OFFLOAD_HUMAN_STUB, path, stored_text(text),
+                                     self.counter.text(text), self.head_lines, self.tail_lines)
+        return message.model_copy(update={"content": _with_text(message, self._stubs[key])})
 
     def view(self, messages: Sequence[BaseMessage], *, system: BaseMessage | None = None,
              tools: Sequence[Any] = (), window: int | None = None) -> list[BaseMessage]:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 __all__ = [
     "ARG_TRUNCATED",
+    "ARG_TRUNCATED_EDIT",
     "COMPACT_DONE",
     "COMPACT_REFUSED",
     "GOAL_LOST",
@@ -71,16 +72,19 @@ KEEP_FIGURES = "Keep exact figures and ids verbatim: amounts, percentages, dates
 OFFLOAD_RESULT_STUB = (
     "This tool result was too large for the context ({tokens:,} tokens), so it was saved to a "
     "file: {path}\n\n"
-    "Read it in parts with read_file (for example offset=0, limit=100), or search it with grep.\n\n"
+    "Read it in parts with the read_file tool (for example offset=0, limit=100), or search it "
+    "with the grep tool.\n\n"
     "Preview ({lines:,} lines; the numbers are the file's own line numbers):\n{preview}"
 )
 OFFLOAD_HUMAN_STUB = (
     "The user's message was too large for the context ({tokens:,} tokens), so it was saved to a "
     "file: {path}\n\n"
-    "Read it in parts with read_file (offset and limit), or search it with grep.\n\n"
+    "Read it in parts with the read_file tool, giving an offset and a limit, or search it with "
+    "the grep tool.\n\n"
     "Preview ({lines:,} lines; the numbers are the file's own line numbers):\n{preview}"
 )
-ARG_TRUNCATED = "…[{dropped:,} more characters not shown here: the full text is in {path}]"
+ARG_TRUNCATED = "…[{dropped:,} more characters not shown here: this call wrote the full text to {path}]"
+ARG_TRUNCATED_EDIT = "…[{dropped:,} more characters not shown here; read {path} for the file as it is now]"
 
 # Manual compaction (notebook 11): the compact_conversation tool's two answers.
 COMPACT_DONE = ("Compacted: {n} older messages were folded into a summary; the full text is "
