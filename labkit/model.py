@@ -21,6 +21,13 @@ looks only at the messages it is sent, so every context decision has a visible c
   ``keep_figures=True`` or the prompt asks to keep exact figures.
 * **As a subagent** it researches one company and returns a short report, or the raw dump with
   ``raw_subagent_output=True``.
+* **It compacts by hand only when told how** (notebook 11). With a ``compact_conversation`` tool
+  bound, ``compact_when`` sets a fixed policy: ``"never"`` (the default: it ignores the tool);
+  ``"boundary"``: when the latest message is a user request naming a scenario task and the
+  message before it is a finished answer (the previous task is done), it calls the tool first —
+  once per turn, since the next message is the tool's answer; ``"every_step"``: after every tool
+  result, mid-task. Never right after ``compact_conversation``'s own answer (no loops), and
+  never when the task is lost.
 
 Every call is logged in ``model.calls`` — the course's main instrument for "what the model saw".
 
@@ -39,13 +46,13 @@ import os
 import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from langchain_core.callbacks import CallbackManagerForLLMRun
 from langchain_core.exceptions import ContextOverflowError
 from langchain_core.language_models import BaseChatModel, LanguageModelInput
 from langchain_core.language_models.chat_models import LangSmithParams
-from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, ToolMessage
+from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, HumanMessage, ToolMessage
 from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
 from langchain_core.runnables import Runnable
 from langchain_core.utils.function_calling import convert_to_openai_tool
@@ -61,6 +68,7 @@ PROVIDER = "labkit"
 MODEL_NAME = "lab-model"
 _PATHS = re.compile(r"(/(?:large_tool_results|conversation_history|reports)/[^\s'\"<>`),;]+)")
 _KPI = re.compile(r"kpi,([A-Z]{4}),(\w+),([\d.]+%?)")
+COMPACT_TOOL = "compact_conversation"  # labkit's and deepagents' manual-compaction tool
 
 
 class InvalidHistoryError(ValueError):
@@ -196,6 +204,9 @@ class LabModel(BaseChatModel):
     """As a summarizer, keep exact figures and ids instead of dropping them."""
     raw_subagent_output: bool = False
     """As a subagent, return the raw tool output instead of a short report."""
+    compact_when: Literal["never", "boundary", "every_step"] = "never"
+    """When to call a bound ``compact_conversation`` tool: never, at a task boundary (a new user
+    request after a finished answer), or after every tool result (mid-task)."""
     max_output_tokens: int = Field(default=4096, alias="max_tokens")
     """Reported in the profile (deepagents budgets with it); the lab model's replies are not cut."""
     model_name: str = Field(default=MODEL_NAME, alias="model")
@@ -239,7 +250,7 @@ class LabModel(BaseChatModel):
     @property
     def _identifying_params(self) -> dict[str, Any]:
         return {"model_name": self.model_name, "window": self.window,
-                "keep_figures": self.keep_figures}
+                "keep_figures": self.keep_figures, "compact_when": self.compact_when}
 
     def _get_ls_params(self, stop: list[str] | None = None, **kwargs: Any) -> LangSmithParams:
         params = LangSmithParams(ls_provider=PROVIDER, ls_model_type="chat",
@@ -348,7 +359,9 @@ class LabModel(BaseChatModel):
             names = [n for n in names if n == tool_choice]
             tools = [t for t in tools if t["function"]["name"] in names]
         task = _active_task(view)
-        if task is None:
+        if task is not None and _wants_compaction(self.compact_when, view, names):
+            message = AIMessage("", tool_calls=[self._tool_call(COMPACT_TOOL, {})])
+        elif task is None:
             message = self._outside(view, tools)
         elif task.key == "needle":
             message = self._answer_needle(view, names)
@@ -441,6 +454,22 @@ class LabModel(BaseChatModel):
             body = body[: body.rfind("</messages>")] if "</messages>" in body else body
         keep = self.keep_figures or "exact figures" in prompt.lower().replace(body.lower(), "")
         return summarize(body, keep_figures=keep)
+
+
+def _wants_compaction(policy: str, view: _View, names: list[str]) -> bool:
+    """Should the next reply be a ``compact_conversation`` call? (The ``compact_when`` policy.)"""
+    if policy == "never" or COMPACT_TOOL not in names:
+        return False
+    last = view.messages[-1]
+    if policy == "every_step":
+        if not isinstance(last, ToolMessage):
+            return False
+        call = view.answered.get(last.tool_call_id)
+        return (call[0]["name"] if call else last.name) != COMPACT_TOOL
+    before = view.messages[-2] if len(view.messages) > 1 else None
+    return (isinstance(last, HumanMessage) and not last.additional_kwargs.get("lc_source")
+            and any(t.marker in _plain(last) for t in sc.tasks())
+            and isinstance(before, AIMessage) and not before.tool_calls)
 
 
 # -- pure helpers: the summary and the drafts ---------------------------------------------------
