@@ -1,0 +1,245 @@
+"""labkit.replay: the policy re-run over a recorded trajectory agrees with the real middleware.
+
+The central test (``test_replay_matches_the_middleware``) runs the scenario under
+``SummarizeMiddleware`` for several knob settings and compares, call by call, the tokens the
+model saw and the events made against ``replay`` over one naive recording on a huge window —
+over the calls where the two runs' histories are identical (the lab model writes a slightly
+different report once a summary hides the exports, so the trajectories part near the end).
+
+Worked example (window 60,000, default knobs): the trigger is int(0.85 × 60,000) = 51,000 tokens
+and the keep budget 6,000. Call 5 is the first request over the trigger: 11 messages, the
+Driftwood export (message 10, ~41,000 tokens) just added. The budget cannot hold even that one
+message, but the latest message always stays, and message 10 is a tool result, so the pair-safe
+cut moves back to the AI message that called it: the cut is message 9, and call 5 sees the
+summary plus messages 9–10. ``test_the_worked_example_cuts`` asserts it.
+
+No timings are asserted here: ``bench/bench_replay.py`` measures speed.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from labkit import LabModel, plots, scenario
+from labkit.replay import NEEDLE_OUTCOMES, Replay, replay, synthetic_run, trajectory
+from labkit.summarize import SummarizeMiddleware, events_of
+from labkit.tokens import TokenCounter, cost, message_text
+
+
+@pytest.fixture(scope="module")
+def recorded():
+    run = scenario.run(LabModel(window=1_000_000))
+    assert run.error is None and not any(r.error for r in run.records)
+    return run
+
+
+@pytest.fixture(scope="module")
+def traj(recorded):
+    return trajectory(recorded)
+
+
+def _common_prefix(a, b) -> int:
+    """How many leading messages two histories share (same type, same text)."""
+    k = 0
+    while k < min(len(a), len(b)) and a[k].type == b[k].type and message_text(a[k]) == message_text(b[k]):
+        k += 1
+    return k
+
+
+def _row(r):
+    return (r.messages_stored, r.seen, r.messages_seen, r.by_kind, r.error is not None)
+
+
+SETTINGS = [
+    pytest.param(128_000, True, {}, id="128k-defaults"),
+    pytest.param(60_000, True, {}, id="60k-defaults"),
+    pytest.param(128_000, True, {"trigger": ("messages", 10), "keep": ("messages", 4)}, id="messages"),
+    pytest.param(128_000, True, {"trigger": ("tokens", 50_000), "keep": ("tokens", 20_000)}, id="tokens"),
+    pytest.param(100_000, True, {"trigger": ("fraction", 0.5), "keep": ("messages", 3)}, id="mixed"),
+    pytest.param(128_000, False, {}, id="no-profile-overflow-fallback"),
+    pytest.param(40_000, True, {}, id="40k-dies"),
+]
+
+
+@pytest.mark.parametrize("window, profile, knobs", SETTINGS)
+def test_replay_matches_the_middleware(traj, recorded, window, profile, knobs):
+    model = LabModel(window=window) if profile else LabModel(window=window, profile=None)
+    real = scenario.run(model, middleware=[SummarizeMiddleware(model, **knobs)])
+    rep = replay(traj, window=window, profile=profile, **knobs)
+
+    same = _common_prefix(real.messages, recorded.messages)
+    real_rows = [_row(r) for r in real.records if r.messages_stored <= same]
+    replay_rows = [_row(r) for r in rep.records if r.messages_stored <= same]
+    assert len(real_rows) >= 6, f"the runs part too early to compare ({same} messages shared)"
+    assert replay_rows == real_rows
+
+    # an event made on the call that kills the run is not kept in state (the error ends the step)
+    made = [e for e, call in zip(rep.events, rep.event_calls) if call != rep.died_at]
+    real_events = [e for e in events_of(real.state) if e.created_at <= same]
+    mine = [e for e in made if e.created_at <= same]
+    assert [(e.cut, e.created_at, e.reason, e.number) for e in mine] == \
+        [(e.cut, e.created_at, e.reason, e.number) for e in real_events]
+    assert [e.summary for e in mine] == [e.summary for e in real_events]
+    assert all(e.archive == "/conversation_history/lab.md" for e in mine)
+
+    # the summary calls' input tokens: an estimate, checked against what the lab model counted
+    summary_calls = [c.input_tokens for c in model.calls if c.kind == "summary"]
+    shared = sum(1 for e in rep.events if e.created_at <= same)
+    if shared:
+        real_in, replay_in = sum(summary_calls[:shared]), _summary_inputs(traj, rep, shared)
+        assert abs(real_in - replay_in) <= 0.002 * real_in, (real_in, replay_in)
+
+    assert (real.error is not None) == (rep.died_at is not None)
+
+
+def _summary_inputs(traj, rep, n_events):
+    """summary_input of a replay cut short to its first ``n_events`` events (by replaying only
+    the calls up to the last of them)."""
+    last_call = rep.event_calls[n_events - 1]
+    short = trajectory_prefix(traj, last_call + 1)
+    return replay(short, **{k: v for k, v in rep.knobs.items()}).summary_input
+
+
+def trajectory_prefix(traj, calls):
+    """The same trajectory, stopped after ``calls`` model calls."""
+    from dataclasses import replace
+
+    return replace(traj, calls=traj.calls[:calls], fixed=traj.fixed[:calls], system=traj.system[:calls],
+                   outputs=traj.outputs[:calls], turns=traj.turns[:calls],
+                   tool_calls=traj.tool_calls[:calls], memo={})
+
+
+def test_the_worked_example_cuts(traj):
+    rep = replay(traj, window=60_000)
+    assert traj.calls[5] == 11 and traj.prefix[11] + traj.fixed[5] >= 51_000 > traj.prefix[9] + traj.fixed[4]
+    assert rep.event_calls[0] == 5 and rep.events[0].cut == 9
+    assert traj.messages[10].type == "tool" and traj.prefix[11] - traj.prefix[10] > 6_000
+    summary = rep.records[5].by_kind["summary"]
+    assert rep.seen[5] == traj.fixed[5] + summary + traj.prefix[11] - traj.prefix[9]
+    assert [e.cut for e in rep.events] == [9, 13, 17, 19]
+    assert rep.knobs["trigger"] == ("fraction", 0.85) and rep.knobs["keep"] == ("fraction", 0.1)
+    assert max(rep.seen) < 60_000 and rep.overflow is None and rep.died_at is None
+
+
+def test_a_huge_window_changes_nothing(traj, recorded):
+    rep = replay(traj, window=1_000_000)
+    assert rep.events == () and rep.overflow is None and rep.needle == "visible"
+    assert list(rep.seen) == [r.seen for r in recorded.records]
+    assert [_row(r) for r in rep.records] == [_row(r) for r in recorded.records]
+    assert rep.tokens_sent == sum(r.seen for r in recorded.records) and rep.summary_input == 0
+    assert rep.cost == pytest.approx(cost(rep.tokens_sent, sum(r.output_tokens for r in recorded.records)))
+
+
+def test_compaction_keeps_every_call_under_the_trigger_or_says_why(traj):
+    for window in (60_000, 80_000, 128_000):
+        rep = replay(traj, window=window)
+        trigger = int(window * 0.85)
+        assert all(s < trigger or i in rep.event_calls for i, s in enumerate(rep.seen))
+        cuts = [e.cut for e in rep.events]
+        assert cuts == sorted(set(cuts)), "each new event moves the cut strictly forward"
+        assert all(traj.messages[c].type != "tool" for c in cuts), "a cut never orphans a tool result"
+
+
+def test_needle_outcomes(traj):
+    assert replay(traj, window=128_000).needle == "archive"
+    kept = replay(traj, window=128_000, keep_figures=True)
+    assert kept.needle == "visible" and scenario.needle().answer in kept.events[-1].summary
+    assert replay(traj, window=128_000, archive=False).needle == "lost"
+    assert replay(traj, window=128_000, archive=False).events[-1].archive is None
+    assert replay(traj, window=40_000).needle == "overflow"
+    assert set(NEEDLE_OUTCOMES) >= {"visible", "archive", "lost", "overflow"}
+
+
+def test_overflow_is_recorded_like_the_recorder_does(traj):
+    rep = replay(traj, window=128_000, profile=False)  # the 170k fallback trigger never fires
+    assert rep.knobs["trigger"] == ("tokens", 170_000)
+    assert [e.reason for e in rep.events] == ["overflow"] and rep.died_at is None
+    failed = [r for r in rep.records if r.error]
+    assert len(failed) == 1 and failed[0].seen > 128_000 and failed[0].cost == 0
+    retry = rep.records[failed[0].index + 1]
+    assert retry.messages_stored == failed[0].messages_stored and retry.seen <= 128_000
+    assert rep.overflow == rep.event_calls[0]
+    assert len(rep.records) == rep.calls + 1
+
+
+def test_a_longer_keep_compacts_more_often_and_sends_more(traj):
+    """Keeping 8 messages frees little per compaction, so the trigger is hit again soon."""
+    a = replay(traj, window=128_000, trigger=("fraction", 0.5), keep=("messages", 8))
+    b = replay(traj, window=128_000, trigger=("fraction", 0.5), keep=("messages", 2))
+    assert len(b.events) < len(a.events) and sum(b.seen) < sum(a.seen) and b.cost < a.cost
+
+
+def test_bad_knobs_are_refused_by_the_middleware_rules(traj):
+    with pytest.raises(ValueError, match="keep"):
+        replay(traj, trigger=("fraction", 0.2), keep=("fraction", 0.3))
+    with pytest.raises(ValueError, match="no profile"):
+        replay(traj, trigger=("fraction", 0.5), profile=False)
+    with pytest.raises(ValueError, match="window"):
+        replay(traj, window=0)
+    with pytest.raises(ValueError, match="price"):
+        replay(traj, price="free")
+    with pytest.raises(ValueError, match="recorded run"):
+        replay(scenario.Run(messages=[], files={}))
+
+
+def test_a_managed_run_can_be_the_recording(traj):
+    """A run with an overflow retry: the failed attempt is not a call of its own."""
+    model = LabModel(window=128_000, profile=None)
+    run = scenario.run(model, middleware=[SummarizeMiddleware(model)])
+    t = trajectory(run)
+    assert len(run.records) == len(t.calls) + 1
+    assert t.calls == sorted(set(r.messages_stored for r in run.records))
+
+
+def test_plots_draw_a_replay(traj):
+    rep = replay(traj, window=60_000)
+    assert isinstance(rep, Replay)
+    fig = plots.tokens_per_turn(rep, window=60_000)
+    seen = next(t for t in fig.data if t.name == "seen by the model")
+    assert list(seen.y) == [r.seen for r in rep.records] == list(rep.seen)
+    marks = rep.event_marks()
+    assert [i for i, _ in marks] == list(rep.event_calls)
+    assert rep.to_records() == list(rep.records)
+    assert [row["cut"] for row in rep.rows()] == [e.cut for e in rep.events]
+
+
+def test_the_trajectory_counts_what_the_counter_counts(traj, recorded):
+    counter = TokenCounter()
+    assert traj.prefix[-1] == counter.messages(recorded.messages)
+    assert all(traj.prefix[r.messages_stored] == r.stored for r in recorded.records)
+    assert traj.needle_at and all(scenario.needle().find(message_text(recorded.messages[i]))
+                                  for i in traj.needle_at)
+
+
+@pytest.fixture(scope="module")
+def synthetic(recorded):
+    return synthetic_run(200, source=recorded)
+
+
+def test_synthetic_run_is_a_consistent_recording(synthetic, recorded):
+    assert len(synthetic.records) == 200
+    stored = [r.messages_stored for r in synthetic.records]
+    assert stored == sorted(stored) and stored[-1] < len(synthetic.messages) + 1
+    counter = TokenCounter()
+    for r in synthetic.records[::37]:
+        assert r.stored == counter.messages(synthetic.messages[:r.messages_stored])
+        assert r.seen == sum(r.by_kind.values())
+    ids = [c["id"] for m in synthetic.messages if m.type == "ai" for c in m.tool_calls]
+    assert len(ids) == len(set(ids)), "tool-call ids are unique per week"
+    pending = set()
+    for m in synthetic.messages:  # every tool result answers a call made before it
+        if m.type == "ai":
+            pending |= {c["id"] for c in m.tool_calls}
+        elif m.type == "tool":
+            assert m.tool_call_id in pending
+            pending.discard(m.tool_call_id)
+    with pytest.raises(ValueError, match="turns"):
+        synthetic_run(0, source=recorded)
+
+
+def test_replay_over_200_calls(synthetic):
+    t = trajectory(synthetic)
+    assert replay(t, window=10_000_000).seen == tuple(r.seen for r in synthetic.records)
+    rep = replay(t, window=128_000)
+    assert rep.calls == 200 and rep.died_at is None and len(rep.events) > 10
+    assert max(rep.seen) <= 128_000 and rep.tokens_sent < sum(r.seen for r in synthetic.records)
