@@ -40,9 +40,13 @@ def _layout(fig: go.Figure, title: str, ytitle: str) -> go.Figure:
 
 
 def tokens_per_turn(run_or_records, window: int | None = None, trigger: int | None = None,
-                    title: str = "Tokens per model call") -> go.Figure:
+                    title: str = "Tokens per model call",
+                    events: Sequence[tuple[int, str]] | None = None) -> go.Figure:
     """Tokens the model saw on each call (and the stored history beside it), with the window
-    line and, if given, a trigger line. A call that failed is marked with an x."""
+    line and, if given, a trigger line. A call that failed is marked with an x.
+
+    ``events`` — ``(call index, label)`` pairs, such as ``replay.Replay.event_marks()`` — are
+    marked on the "seen" line at the first call that saw each compacted view."""
     records = _records(run_or_records)
     x = [r.index for r in records]
     fig = go.Figure()
@@ -55,6 +59,8 @@ def tokens_per_turn(run_or_records, window: int | None = None, trigger: int | No
         fig.add_scatter(x=[r.index for r in failed], y=[r.seen for r in failed], name="call failed",
                         mode="markers", marker={"symbol": "x", "size": 14, "color": "black"},
                         hovertext=[r.error for r in failed])
+    if events:
+        _add_events(fig, records, events)
     if window:
         fig.add_hline(y=window, line={"color": "black", "width": 2},
                       annotation_text=f"window {window:,}", annotation_position="top left")
@@ -62,6 +68,19 @@ def tokens_per_turn(run_or_records, window: int | None = None, trigger: int | No
         fig.add_hline(y=trigger, line={"color": "#FFA15A", "dash": "dash"},
                       annotation_text=f"trigger {trigger:,}", annotation_position="bottom left")
     return _layout(fig, title, "tokens")
+
+
+def _add_events(fig: go.Figure, records: list[CallRecord], events) -> None:
+    by_index = {r.index: r for r in records}
+    marks = list(events)
+    for i, mark in enumerate(marks):
+        if not (isinstance(mark, (tuple, list)) and len(mark) == 2 and mark[0] in by_index):
+            raise ValueError(f"events must be (call index, label) pairs naming a recorded call; "
+                             f"item {i} is {mark!r}")
+    fig.add_scatter(x=[i for i, _ in marks], y=[by_index[i].seen for i, _ in marks],
+                    name="compaction", mode="markers", hovertext=[str(label) for _, label in marks],
+                    marker={"symbol": "triangle-down", "size": 13, "color": _COLORS["summary"],
+                            "line": {"color": "black", "width": 1}})
 
 
 def composition(run_or_records, title: str = "What the model saw, by kind") -> go.Figure:

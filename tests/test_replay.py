@@ -199,6 +199,13 @@ def test_plots_draw_a_replay(traj):
     assert list(seen.y) == [r.seen for r in rep.records] == list(rep.seen)
     marks = rep.event_marks()
     assert [i for i, _ in marks] == list(rep.event_calls)
+    assert not [t for t in fig.data if t.name == "compaction"]  # no events asked for, none drawn
+    fig = plots.tokens_per_turn(rep, window=60_000, trigger=51_000, events=marks)
+    drawn = next(t for t in fig.data if t.name == "compaction")
+    assert list(drawn.x) == list(rep.event_calls) and list(drawn.y) == [rep.seen[i] for i in rep.event_calls]
+    assert "folded" in drawn.hovertext[0]
+    with pytest.raises(ValueError, match="item 0"):
+        plots.tokens_per_turn(rep, events=[(999, "nowhere")])
     assert rep.to_records() == list(rep.records)
     assert [row["cut"] for row in rep.rows()] == [e.cut for e in rep.events]
 
