@@ -26,7 +26,6 @@ import ipywidgets as ipw
 __all__ = ["Panel", "offload_panel", "offload_result"]
 
 _STYLE = {"description_width": "150px"}
-_WIDE = ipw.Layout(width="560px")
 
 
 def _check(knob: str, control: ipw.Widget, value: Any) -> Any:
@@ -177,10 +176,10 @@ def offload_panel(window: int = 128_000, offload: bool = True, tool_limit: int =
     tokens (a result over it is evicted); ``export_scale`` 0.1–2.0 (every export resized).
     """
     controls = {
-        "window": ipw.IntSlider(128_000, min=16_000, max=200_000, step=8_000,
+        "window": ipw.IntSlider(128_000, min=16_000, max=200_000, step=8_000, readout_format=",d",
                                 description="window (tokens)"),
         "offload": ipw.Checkbox(True, description="offload large results", indent=True),
-        "tool_limit": ipw.IntSlider(20_000, min=2_000, max=60_000, step=1_000,
+        "tool_limit": ipw.IntSlider(20_000, min=2_000, max=60_000, step=1_000, readout_format=",d",
                                     description="tool_limit (tokens)"),
         "export_scale": ipw.FloatSlider(1.0, min=0.1, max=2.0, step=0.1, readout_format=".1f",
                                         description="export_scale (×)"),
@@ -189,11 +188,9 @@ def offload_panel(window: int = 128_000, offload: bool = True, tool_limit: int =
     for knob, value in initial.items():
         control = controls[knob]
         control.value = _check(knob, control, value)
+        control.layout, control.style = ipw.Layout(width="560px"), _STYLE
         if not isinstance(control, ipw.Checkbox):
             control.continuous_update = False
-            control.layout, control.style = _WIDE, _STYLE
-        else:
-            control.style = _STYLE
     controls["offload"].observe(
         lambda change: setattr(controls["tool_limit"], "disabled", not change["new"]), names="value")
     controls["tool_limit"].disabled = not offload
