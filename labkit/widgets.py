@@ -8,8 +8,9 @@ synchronously and redraws; the computing function *returns* its result and never
 nothing leaks into cell outputs under nbval. Results are cached per setting, so moving a slider
 back is instant. Nothing is displayed when a panel is made, and nothing happens at import.
 
-What it leaves out: replaying a recorded run under new knobs (each setting re-runs the scenario,
-about a second — ``labkit.replay`` is the later, faster route), plotly's ``FigureWidget`` (it needs
+What it leaves out: replay. ``labkit.replay`` re-runs summarization's policy over a recorded
+trajectory, but eviction changes the tool results themselves, so each new offload setting re-runs
+the scenario (well under a second here, and cached). Also plotly's ``FigureWidget`` (it needs
 ``anywidget``, not a dependency: the figure is shown through an ``ipywidgets.Output``), and the
 diagnostic table and failure-mode buttons of the later notebooks.
 """
