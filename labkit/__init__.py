@@ -7,6 +7,12 @@ One module per idea, each introduced by a notebook:
 - ``scenario`` the running example: tools, tasks, needle, run() and score() (01)
 - ``trace``    the recording middleware: stored vs seen, by kind (03)
 - ``plots``    plotly figures of what the model saw (01)
+- ``tables``   small HTML tables for notebook results (01)
+- ``offload``  offloading: evict big results and messages to files, shorten old arguments (04, 05)
+- ``widgets``  ipywidgets panels of knobs that re-run the lab and redraw (04, 07)
+- ``summarize`` summarization: non-destructive compaction with an archive (07–11)
+- ``replay``   re-simulate a recorded run under new knobs, no agent loop (07, 09)
+- ``exercises`` the notebooks' exercises and their checkers
 
 Nothing happens at import: no global settings, seeds or downloads.
 """

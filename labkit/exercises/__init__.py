@@ -7,7 +7,7 @@ In a notebook::
     nb01.q1.check(answer)   # raises AssertionError with a helpful message, or confirms
     nb01.q1.solution()      # kept out of the lesson; shown only when asked
 
-The checkers themselves are tested against right and wrong answers (``tests/test_exercises.py``).
+The checkers themselves are tested against right and wrong answers (``tests/test_exercises_nbNN.py``, one file per notebook).
 """
 
 from labkit.exercises._base import Exercise
