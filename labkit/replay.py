@@ -161,7 +161,7 @@ class Replay:
 
     ``seen[i]`` — tokens of model call ``i`` of the trajectory after compaction (the retry's, after
     an overflow); ``events`` — ``summarize.Event`` objects, ``event_calls`` the call each happened
-    at; ``overflow`` — the first call whose request did not fit the window (rescued by the
+    at, ``event_records`` the first record that saw it; ``overflow`` — the first call whose request did not fit the window (rescued by the
     fallback or not); ``died_at`` — the call where the run would end, or ``None`` (an event made
     on that call is listed, and its summary call paid for, though a real run's state would not
     keep it: the error ends the step); ``needle`` — one of ``NEEDLE_OUTCOMES``: the needle's line is
@@ -174,6 +174,7 @@ class Replay:
     records: tuple[CallRecord, ...]
     events: tuple[Event, ...]
     event_calls: tuple[int, ...]
+    event_records: tuple[int, ...]
     overflow: int | None
     died_at: int | None
     tokens_sent: int
@@ -193,13 +194,8 @@ class Replay:
 
     def event_marks(self) -> list[tuple[int, str]]:
         """``(record index, label)`` per event: the first call that saw the compacted view."""
-        marks = []
-        for event in self.events:
-            index = next(r.index for r in self.records
-                         if r.error is None and r.messages_stored >= event.created_at)
-            marks.append((index, f"compaction {event.number} ({event.reason}): "
-                                 f"messages 0–{event.cut - 1} folded"))
-        return marks
+        return [(index, f"compaction {e.number} ({e.reason}): messages 0–{e.cut - 1} folded")
+                for e, index in zip(self.events, self.event_records)]
 
     def rows(self) -> list[dict[str, Any]]:
         """One row per event, for ``labkit.tables.table``."""
@@ -266,6 +262,7 @@ def replay(run: Any, *, trigger: tuple | None = None, keep: tuple | None = None,
     path = archive_path(thread_id) if archive else None
     events: list[Event] = []
     event_calls: list[int] = []
+    event_records: list[int] = []
     records: list[CallRecord] = []
     seen: list[int] = []
     summary_tokens = 0  # the summary message's tokens in the current view
@@ -290,6 +287,7 @@ def replay(run: Any, *, trigger: tuple | None = None, keep: tuple | None = None,
     def add(event: Event, call: int) -> int:
         events.append(event)
         event_calls.append(call)
+        event_records.append(len(records))  # the next record is the first to see its view
         return t.counter.message(summary_message(event))
 
     def record(i: int, n: int, tokens: int, error: str | None = None) -> None:
@@ -342,7 +340,7 @@ def replay(run: Any, *, trigger: tuple | None = None, keep: tuple | None = None,
         knobs={"trigger": policy.trigger, "keep": policy.keep, "window": window, "profile": profile,
                "keep_figures": keep_figures, "archive": archive},
         seen=tuple(seen), records=tuple(records), events=tuple(events),
-        event_calls=tuple(event_calls), overflow=overflow, died_at=died_at,
+        event_calls=tuple(event_calls), event_records=tuple(event_records), overflow=overflow, died_at=died_at,
         tokens_sent=agent_in + summary_in, summary_input=summary_in, summary_output=summary_out,
         cost=total, needle=_needle_outcome(t, t.calls[i], events, died_at is not None, keep_figures))
 

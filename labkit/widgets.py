@@ -8,6 +8,10 @@ synchronously and redraws; the computing function *returns* its result and never
 nothing leaks into cell outputs under nbval. Results are cached per setting, so moving a slider
 back is instant. Nothing is displayed when a panel is made, and nothing happens at import.
 
+Notebook 07 adds :func:`knobs`, the summarization panel. It does not re-run the scenario: it
+replays a recorded run under each new trigger / keep / window (``labkit.replay``, milliseconds,
+the middleware's own policy code), so the sliders can move freely.
+
 What it leaves out: replay. ``labkit.replay`` re-runs summarization's policy over a recorded
 trajectory, but eviction changes the tool results themselves, so each new offload setting re-runs
 the scenario (well under a second here, and cached). Also plotly's ``FigureWidget`` (it needs
@@ -24,7 +28,7 @@ from typing import Any
 
 import ipywidgets as ipw
 
-__all__ = ["Panel", "offload_panel", "offload_result"]
+__all__ = ["Panel", "knobs", "knobs_result", "offload_panel", "offload_result"]
 
 _STYLE = {"description_width": "150px"}
 
@@ -196,3 +200,126 @@ def offload_panel(window: int = 128_000, offload: bool = True, tool_limit: int =
         lambda change: setattr(controls["tool_limit"], "disabled", not change["new"]), names="value")
     controls["tool_limit"].disabled = not offload
     return Panel(offload_result, controls)
+
+
+# -- notebook 07: summarization knobs, replayed ------------------------------------------------
+
+
+def knobs_result(run: Any, window: int = 128_000, trigger: float = 0.85, keep: float = 0.10,
+                 keep_messages: int = 0, keep_figures: bool = False, archive: bool = True,
+                 profile: bool = True) -> dict:
+    """One replay (:func:`labkit.replay.replay`) of a recorded run under these knobs, and what a
+    learner reads off it: ``replay``, ``figure`` (tokens per call, trigger line, compaction
+    markers), ``events`` and ``totals`` (``labkit.tables`` tables), a ``status`` line with both
+    tables, and ``error`` when the knobs are not a valid setting (keep at or above the trigger).
+
+    ``trigger`` and ``keep`` are fractions of the window; ``keep_messages`` > 0 keeps that many
+    messages instead of ``keep``; ``profile=False`` ignores both fractions and uses deepagents'
+    no-profile fallback (170,000 tokens / 6 messages). ``run`` is a ``scenario.Run`` or, faster,
+    its ``replay.trajectory``.
+    """
+    from html import escape
+
+    import plotly.graph_objects as go
+
+    from labkit import plots, tables
+    from labkit.replay import replay
+
+    values = {"window": window, "trigger": trigger, "keep": keep, "keep_messages": keep_messages,
+              "keep_figures": keep_figures, "archive": archive, "profile": profile}
+    knobs = {} if not profile else {
+        "trigger": ("fraction", trigger),
+        "keep": ("messages", keep_messages) if keep_messages else ("fraction", keep)}
+    try:
+        result = replay(run, window=window, profile=profile, keep_figures=keep_figures,
+                        archive=archive, **knobs)
+    except ValueError as e:
+        figure = go.Figure().update_layout(title=f"Not a valid setting: {e}", template="plotly_white")
+        return {"replay": None, "figure": figure, "events": tables.table([]), "totals": tables.table([]),
+                "error": str(e), "values": values,
+                "status": f"<b>not a valid setting</b>: {escape(str(e))}"}
+    kind, n = result.knobs["trigger"]
+    line = int(window * n) if kind == "fraction" else n if kind == "tokens" else None
+    figure = plots.tokens_per_turn(result, window=window, trigger=line, events=result.event_marks(),
+                                   title=f"Tokens per model call — replayed: trigger {_size(result.knobs['trigger'])}, "
+                                         f"keep {_size(result.knobs['keep'])}, window {window:,}")
+    events = tables.table(result.rows(), columns=["event", "call", "reason", "cut", "messages in state"])
+    totals = tables.table([{
+        "model calls": result.calls, "compactions": len(result.events),
+        "first overflow": "none" if result.overflow is None else f"call {result.overflow}",
+        "tokens sent": result.tokens_sent, "of which summary calls": result.summary_input,
+        "cost ($)": round(result.cost, 4), "needle": result.needle}])
+    died = "" if result.died_at is None else f"<b>the run dies</b> at call {result.died_at} · "
+    status = (f"{died}needle: <b>{result.needle}</b> — {_NEEDLE_WORDS[result.needle]} · "
+              f"<b>{len(result.events)}</b> compaction{'s' * (len(result.events) != 1)} · "
+              f"{result.tokens_sent:,} tokens sent (${result.cost:.2f})"
+              f"{totals._repr_html_()}{events._repr_html_() if result.events else ''}")
+    return {"replay": result, "figure": figure, "events": events, "totals": totals, "error": None,
+            "values": values, "status": status}
+
+
+_NEEDLE_WORDS = {
+    "visible": "its exact line is in what the last call sees",
+    "archive": "folded, but the summary points to the archive: recoverable with grep",
+    "lost": "folded with no archive: only the summary is left, without the figure",
+    "absent": "never fetched in this run",
+    "overflow": "the run never gets to the question",
+}
+
+
+def _size(size: tuple) -> str:
+    kind, n = size
+    return f"{n:.0%}" if kind == "fraction" else f"{n:,} {kind}"
+
+
+def knobs(run: Any = None, window: int = 128_000, trigger: float = 0.85, keep: float = 0.10,
+          keep_messages: int = 0, keep_figures: bool = False, archive: bool = True,
+          profile: bool = True) -> Panel:
+    """Sliders for summarization's trigger, keep and window over a recorded run; each move
+    replays the policy (:func:`knobs_result`, milliseconds — no agent loop) and redraws tokens per
+    model call with the trigger line and compaction markers, above a table of events, cost and
+    the needle's fate.
+
+    ``run`` is a recorded ``scenario.Run`` (default: the scenario on a 1,000,000-token window,
+    where nothing is compacted or fails). Knobs: ``window`` 16,000–200,000 tokens; ``trigger``
+    0.10–1.00 and ``keep`` 0.01–0.50 of the window; ``keep_messages`` 0–20 (0: use ``keep``);
+    ``keep_figures`` and ``archive`` on or off; ``profile`` off for the no-profile fallback.
+    """
+    from labkit.replay import Trajectory, trajectory
+
+    if run is None:
+        from labkit import scenario
+        from labkit.model import LabModel
+
+        run = scenario.run(LabModel(window=1_000_000))
+    traj = run if isinstance(run, Trajectory) else trajectory(run)
+    controls = {
+        "window": ipw.IntSlider(128_000, min=16_000, max=200_000, step=4_000, readout_format=",d",
+                                description="window (tokens)"),
+        "trigger": ipw.FloatSlider(0.85, min=0.10, max=1.0, step=0.05, readout_format=".2f",
+                                   description="trigger (fraction)"),
+        "keep": ipw.FloatSlider(0.10, min=0.01, max=0.50, step=0.01, readout_format=".2f",
+                                description="keep (fraction)"),
+        "keep_messages": ipw.IntSlider(0, min=0, max=20, description="keep (messages; 0 = off)"),
+        "keep_figures": ipw.Checkbox(False, description="summary keeps exact figures", indent=True),
+        "archive": ipw.Checkbox(True, description="archive folded messages", indent=True),
+        "profile": ipw.Checkbox(True, description="model has a profile", indent=True),
+    }
+    initial = {"window": window, "trigger": trigger, "keep": keep, "keep_messages": keep_messages,
+               "keep_figures": keep_figures, "archive": archive, "profile": profile}
+    for knob, value in initial.items():
+        control = controls[knob]
+        control.value = _check(knob, control, value)
+        if not isinstance(control, ipw.Checkbox):
+            control.continuous_update = False
+        control.layout, control.style = ipw.Layout(width="560px"), _STYLE
+
+    def enable(_=None) -> None:  # a knob that means nothing in this setting is greyed out
+        on = controls["profile"].value
+        controls["trigger"].disabled = controls["keep_messages"].disabled = not on
+        controls["keep"].disabled = not on or controls["keep_messages"].value > 0
+
+    for knob in ("profile", "keep_messages"):
+        controls[knob].observe(enable, names="value")
+    enable()
+    return Panel(lambda **values: knobs_result(traj, **values), controls)

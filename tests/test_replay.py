@@ -159,6 +159,7 @@ def test_overflow_is_recorded_like_the_recorder_does(traj):
     retry = rep.records[failed[0].index + 1]
     assert retry.messages_stored == failed[0].messages_stored and retry.seen <= 128_000
     assert rep.overflow == rep.event_calls[0]
+    assert rep.event_marks()[0][0] == retry.index  # marked where the compacted view was first seen
     assert len(rep.records) == rep.calls + 1
 
 
