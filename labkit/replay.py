@@ -212,8 +212,8 @@ def _knobs(trigger, keep, window: int, profile: bool) -> SummarizeMiddleware:
 
 
 def _summary(t: Trajectory, shown: list[BaseMessage], last: Event | None, cut: int,
-             keep_figures: bool) -> tuple[str, int]:
-    """The lab model's summary of ``shown[:cut]`` and the summary call's input tokens."""
+             keep_figures: bool) -> tuple[str, int, int]:
+    """The lab model's summary of ``shown[:cut]`` and the summary call's input and output tokens."""
     from labkit.model import summarize
 
     first = last.cut if last else 0
@@ -229,7 +229,8 @@ def _summary(t: Trajectory, shown: list[BaseMessage], last: Event | None, cut: i
             template = t.memo[("template", keep_figures)] = t.counter.text(summary_prompt([], keep_figures)) + 3
         n_in = template + t.xml_prefix[absolute] - t.xml_prefix[first] + (
             t.counter.text(head[0]) if head else 0)
-        t.memo[key] = (summarize(text, keep_figures=keep_figures), n_in)
+        summary = summarize(text, keep_figures=keep_figures)
+        t.memo[key] = (summary, n_in, t.counter.text(summary))
     return t.memo[key]
 
 
@@ -278,9 +279,9 @@ def replay(run: Any, *, trigger: tuple | None = None, keep: tuple | None = None,
         cut = cut_point(shown, policy.keep, policy.window, t.tokens, start=start)
         if cut <= start:
             return None
-        text, n_in = _summary(t, shown, last, cut, keep_figures)
+        text, n_in, n_out = _summary(t, shown, last, cut, keep_figures)
         summary_in += n_in
-        summary_out += t.counter.text(text)
+        summary_out += n_out
         return Event(cut=(last.cut if last else 0) + (cut - start), summary=text,
                      archive=path, created_at=n, number=len(events) + 1, reason=reason)
 
