@@ -1,0 +1,87 @@
+"""Exercises for notebook 08 · Cutting safely.
+
+The history is notebook 08's: the running example at a 128,000-token window under labkit's
+``SummarizeMiddleware`` with its defaults — the 32 messages its state holds at the end (nothing is
+deleted by a compaction). q1 asks where the pair-safe cut of ``keep=("messages", k)`` falls for a
+few values of k; the checker compares each with ``labkit.summarize.cut_point`` and, for a wrong
+one, says what sits at the position given.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+
+from labkit.exercises._base import Exercise
+
+__all__ = ["KS", "WINDOW", "history", "q1"]
+
+WINDOW = 128_000
+KS = (9, 10, 13, 14, 20, 25)
+
+
+@cache
+def history() -> tuple:
+    """The 32 messages of notebook 08's run, oldest first."""
+    from labkit import LabModel, scenario
+    from labkit.summarize import SummarizeMiddleware
+
+    model = LabModel(window=WINDOW)
+    return tuple(scenario.run(model, middleware=[SummarizeMiddleware(model)]).messages)
+
+
+def _right(k: int) -> int:
+    from labkit.summarize import cut_point
+    from labkit.tokens import count_tokens
+
+    return cut_point(list(history()), ("messages", k), None, count_tokens)
+
+
+def _describe(message) -> str:
+    if message.type == "tool":
+        return f"a tool result (the answer to {message.tool_call_id})"
+    if message.type == "ai" and message.tool_calls:
+        return f"the AI message that calls {message.tool_calls[0]['name']} ({message.tool_calls[0]['id']})"
+    return f"a {message.type} message"
+
+
+def _is_count(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _check_q1(answer) -> str | None:
+    if not isinstance(answer, dict) or not all(_is_count(k) and _is_count(v) for k, v in answer.items()):
+        return f"answer with a dict {{k: cut}} of whole numbers, one entry per k in {KS} (not {answer!r})"
+    missing, extra = [k for k in KS if k not in answer], sorted(set(answer) - set(KS))
+    if missing or extra:
+        return f"give one cut for each k in {KS}" + (f"; missing {missing}" if missing else "") + \
+            (f"; not asked: {extra}" if extra else "")
+    h = history()
+    for k in KS:
+        got, want, naive = answer[k], _right(k), len(h) - k
+        if got == want:
+            continue
+        if not 0 <= got <= len(h):
+            return f"k={k}: {got} is not a position in a history of {len(h)} messages"
+        if got == naive:
+            return (f"k={k}: {got} is the naive cut (len(history) - k), and history[{got}] is "
+                    f"{_describe(h[got])}: kept without its call, the model would refuse it")
+        if got > naive:
+            return (f"k={k}: a cut at {got} keeps only {len(h) - got} messages, fewer than k; a safe "
+                    "cut moves back from the naive one, never forward")
+        return (f"k={k}: history[{got}] is {_describe(h[got])}, but the cut moved further back than it "
+                f"needs to: start from the naive cut {naive} and step back only over tool results")
+    return None
+
+
+q1 = Exercise(
+    prompt=f"On notebook 08's history, keep=('messages', k) keeps the last k messages, made pair-safe. "
+           f"For each k in {KS}, where does the cut fall? Answer with a dict {{k: cut}}.",
+    checker=_check_q1,
+    hints=[
+        "Start from the naive cut, len(history) - k: the position where the kept part would begin.",
+        "If history[cut] is a tool result, the cut moves back to the AI message that made the call "
+        "(section 1's shape string shows a T there); anything else stays where it is.",
+        "Check yourself: {k: cut_point(history, ('messages', k), None, count_tokens) for k in nb08.KS}.",
+    ],
+    solution_text="answer = {k: my_safe_cut(history, len(history) - k) for k in nb08.KS}",
+)
