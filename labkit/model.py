@@ -204,9 +204,11 @@ class LabModel(BaseChatModel):
     """As a summarizer, keep exact figures and ids instead of dropping them."""
     raw_subagent_output: bool = False
     """As a subagent, return the raw tool output instead of a short report."""
-    compact_when: Literal["never", "boundary", "every_step"] = "never"
-    """When to call a bound ``compact_conversation`` tool: never, at a task boundary (a new user
-    request after a finished answer), or after every tool result (mid-task)."""
+    compact_when: Literal["never", "boundary", "every_step"] = Field(
+        default="never",
+        description="When to call a bound compact_conversation tool: never; at a task boundary "
+                    "(a new user request after a finished answer, once per turn); or after every "
+                    "tool result (mid-task).")
     max_output_tokens: int = Field(default=4096, alias="max_tokens")
     """Reported in the profile (deepagents budgets with it); the lab model's replies are not cut."""
     model_name: str = Field(default=MODEL_NAME, alias="model")

@@ -148,12 +148,6 @@ def test_an_unknown_policy_is_refused_by_name(bad):
 
 # -- end to end --------------------------------------------------------------------------------
 
-# labkit.summarize imports ToolRuntime inside _manual_tool, under `from __future__ import
-# annotations`, so building the tool fails (NameError) until it is imported at module level.
-# Strict: once summarize.py is fixed these pass, and the marker must go.
-MANUAL_TOOL_BROKEN = pytest.mark.xfail(raises=NameError, strict=True,
-                                       reason="summarize.py: ToolRuntime unresolved in _manual_tool")
-
 
 def _labkit_run(window: int, policy: str):
     from labkit.summarize import SummarizeMiddleware
@@ -164,7 +158,6 @@ def _labkit_run(window: int, policy: str):
     return run, model, answers
 
 
-@MANUAL_TOOL_BROKEN
 def test_end_to_end_boundary_compacts_at_the_start_of_turns_two_and_three():
     """200k: the first turn fits (no automatic compaction); at turn 2 the view holds ~154k
     tokens, above the gate (half of 0.85 x 200k = 85,000), so it compacts; at turn 3 the view is
@@ -181,7 +174,6 @@ def test_end_to_end_boundary_compacts_at_the_start_of_turns_two_and_three():
     assert run.score.goal_completed and run.score.needle_correct and run.score.steps_repeated == 0
 
 
-@MANUAL_TOOL_BROKEN
 def test_end_to_end_every_step_compacts_mid_task_and_the_report_loses_headlines():
     """Mid-task compaction folds news digests the report is later drafted from."""
     run, model, answers = _labkit_run(200_000, "every_step")
