@@ -14,8 +14,9 @@ every part of it visible:
   ``state["messages"]`` is never touched, and the model's view is rebuilt on every call by
   :func:`view`: ``[summary message, *messages[cut:]]``.
 * **the archive** — before summarizing, the folded messages are appended to one markdown file per
-  thread under ``/conversation_history/``, one dated section per compaction; the summary message
-  names that path, so exact details can be read back.
+  thread under ``/conversation_history/``, one dated section per compaction (a compaction redone
+  after a failed call replaces its section); the summary message names that path, so exact
+  details can be read back.
 * **the summary** — a four-part prompt (``prompts.SUMMARY_PROMPT``); a second compaction folds
   the previous summary in (chained summaries).
 * **failure** — a ``ContextOverflowError`` from the model forces a compaction and one retry.
@@ -29,8 +30,10 @@ argument truncation (that is ``labkit.offload``).
 
 from __future__ import annotations
 
+import asyncio
 import bisect
 import datetime as dt
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Annotated, Any, NotRequired
@@ -38,13 +41,15 @@ from typing import Annotated, Any, NotRequired
 from deepagents.middleware.filesystem import FilesystemState
 from langchain.agents.middleware import AgentMiddleware
 from langchain.agents.middleware.types import ExtendedModelResponse, PrivateStateAttr
+from langchain.tools import ToolRuntime
 from langchain_core.exceptions import ContextOverflowError
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage, get_buffer_string
+from langchain_core.messages import BaseMessage, HumanMessage, ToolMessage, get_buffer_string
 from langchain_core.tools import StructuredTool
+from langgraph.config import get_config
 from langgraph.types import Command
 
 from labkit import prompts
-from labkit._sizes import check_size, size_threshold
+from labkit._sizes import check_limit, check_size, size_threshold
 from labkit.tokens import TokenCounter
 
 __all__ = [
@@ -182,7 +187,19 @@ def archive_path(thread_id: str) -> str:
     return f"{HISTORY_DIR}/{safe_name(thread_id or 'default')}.md"
 
 
-def _events(state: dict) -> list[Event]:
+def _before_section(archive: str, number: int) -> str:
+    """The archive up to section ``number``, if it is already there: it was written by a
+    compaction whose event never reached state (the model call after it failed, and the run was
+    re-invoked), so the redo replaces it — each folded message is archived once."""
+    head = f"## Compaction {number} — "
+    if archive.startswith(head):
+        return ""
+    at = archive.rfind("\n\n" + head)
+    return archive if at < 0 else archive[:at + 2]
+
+
+def events_of(state: dict) -> list[Event]:
+    """The compaction events recorded in a run's state, oldest first."""
     return [Event(**e) for e in state.get(EVENTS_KEY) or []]
 
 
@@ -204,7 +221,7 @@ class SummarizeMiddleware(AgentMiddleware):
         clock: returns the time stamped on archive sections (for reproducible tests).
 
     The middleware is named ``SummarizationMiddleware``, so ``create_deep_agent(middleware=[...])``
-    puts it in place of deepagents' own.
+    puts it in place of deepagents' own. It works in sync and async runs (``ainvoke``, ``astream``).
     """
 
     name = "SummarizationMiddleware"
@@ -219,7 +236,8 @@ class SummarizeMiddleware(AgentMiddleware):
 
         default_trigger, default_keep = defaults(model)
         profile = getattr(model, "profile", None)
-        self.window = window or (profile.get("max_input_tokens") if isinstance(profile, dict) else None)
+        self.window = check_limit("window", window, allow_none=False) if window is not None else (
+            profile.get("max_input_tokens") if isinstance(profile, dict) else None)
         self.trigger = check_size("trigger", default_trigger if trigger is None else trigger)
         self.keep = check_size("keep", default_keep if keep is None else keep)
         for knob, size in (("trigger", self.trigger), ("keep", self.keep)):
@@ -278,15 +296,14 @@ class SummarizeMiddleware(AgentMiddleware):
         return reply.text if hasattr(reply, "text") else str(reply.content)
 
     def _archive(self, folded: Sequence[BaseMessage], number: int, first: int, thread_id: str) -> str | None:
-        import warnings
-
         path = archive_path(thread_id)
         section = archive_section(folded, number, first, self.clock() if self.clock else None)
         try:
             found = self.backend.download_files([path])[0]
-            old = found.content.decode("utf-8") if found.error is None and found.content is not None else ""
-            result = self.backend.write(path, old + section)
-            error = getattr(result, "error", None)
+            error = None if found.error in (None, "file_not_found") else found.error
+            if error is None:  # an archive that cannot be read is never overwritten
+                old = _before_section(found.content.decode("utf-8") if found.content else "", number)
+                error = getattr(self.backend.write(path, old + section), "error", None)
         except Exception as e:  # the run goes on; the summary just cannot point to an archive
             error = e
         if error:
@@ -299,14 +316,12 @@ class SummarizeMiddleware(AgentMiddleware):
 
     def _thread(self) -> str:
         try:
-            from langgraph.config import get_config
-
             return str(get_config().get("configurable", {}).get("thread_id") or "default")
         except RuntimeError:
             return "default"
 
-    def _call(self, request, handler, events):
-        """Call the model on the current view; on overflow, compact once and retry once."""
+    def _before(self, request, events: list[Event]) -> tuple[list, list, list[Event]]:
+        """The messages, the view to send and any new event: compact first past the trigger."""
         messages = list(request.messages)
         shown = view(messages, events[-1] if events else None)
         new: list[Event] = []
@@ -316,16 +331,15 @@ class SummarizeMiddleware(AgentMiddleware):
             if event:
                 new.append(event)
                 shown = view(messages, event)
-        try:
-            response = handler(request.override(messages=shown))
-        except ContextOverflowError as first_error:
-            event = self.compact(messages, events + new, self._thread(), reason="overflow")
-            if event is None:
-                raise ContextOverflowError(f"{first_error} — and nothing is left to compact "
-                                           f"(keep={self.keep!r})") from first_error
-            new.append(event)
-            response = handler(request.override(messages=view(messages, event)))
-        return response, new
+        return messages, shown, new
+
+    def _on_overflow(self, error: ContextOverflowError, messages, events: list[Event]) -> Event:
+        """The event that makes room after an overflow — or the error, saying nothing can."""
+        event = self.compact(messages, events, self._thread(), reason="overflow")
+        if event is None:
+            raise ContextOverflowError(f"{error} — and nothing is left to compact "
+                                       f"(keep={self.keep!r})") from error
+        return event
 
     def _result(self, response, events, new):
         if not new:
@@ -334,8 +348,25 @@ class SummarizeMiddleware(AgentMiddleware):
         return ExtendedModelResponse(model_response=response, command=Command(update=update))
 
     def wrap_model_call(self, request, handler):
-        events = _events(request.state)
-        response, new = self._call(request, handler, events)
+        """Call the model on the current view; on overflow, compact once and retry once."""
+        events = events_of(request.state)
+        messages, shown, new = self._before(request, events)
+        try:
+            response = handler(request.override(messages=shown))
+        except ContextOverflowError as error:
+            new.append(self._on_overflow(error, messages, events + new))
+            response = handler(request.override(messages=view(messages, new[-1])))
+        return self._result(response, events, new)
+
+    async def awrap_model_call(self, request, handler):
+        """The same for ``ainvoke`` / ``astream``; compaction runs in a worker thread."""
+        events = events_of(request.state)
+        messages, shown, new = await asyncio.to_thread(self._before, request, events)
+        try:
+            response = await handler(request.override(messages=shown))
+        except ContextOverflowError as error:
+            new.append(await asyncio.to_thread(self._on_overflow, error, messages, events + new))
+            response = await handler(request.override(messages=view(messages, new[-1])))
         return self._result(response, events, new)
 
     # -- the manual tool -----------------------------------------------------------------------
@@ -349,13 +380,11 @@ class SummarizeMiddleware(AgentMiddleware):
         return tokens >= need, f"{tokens:,} tokens, below the gate of {need:,}"
 
     def _manual_tool(self) -> StructuredTool:
-        from langchain.tools import ToolRuntime
-
         def compact_conversation(runtime: ToolRuntime) -> Command | str:
             """Compact the conversation now: fold older messages into a summary, archived word
             for word. Use it at a task boundary, when the context is long."""
             state = runtime.state
-            messages, events = list(state["messages"]), _events(state)
+            messages, events = list(state["messages"]), events_of(state)
             shown = view(messages, events[-1] if events else None)
             ok, why = self._gate_ok(shown, self.request_tokens(shown))
             if not ok:
@@ -370,9 +399,3 @@ class SummarizeMiddleware(AgentMiddleware):
             return Command(update=update)
 
         return StructuredTool.from_function(compact_conversation)
-
-
-def events_of(state: dict) -> list[Event]:
-    """The compaction events recorded in a run's state, oldest first."""
-    return _events(state)
-
