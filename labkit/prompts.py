@@ -89,5 +89,5 @@ ARG_TRUNCATED_EDIT = "…[{dropped:,} more characters not shown here; read {path
 # Manual compaction (notebook 11): the compact_conversation tool's two answers.
 COMPACT_DONE = ("Compacted: {n} older messages were folded into a summary; the full text is "
                 "archived in {path}.")
-COMPACT_REFUSED = ("Not compacted: the context holds {why} (half the trigger). Compaction loses "
-                   "detail, so it waits until there is enough to gain.")
+COMPACT_REFUSED = ("Not compacted: {why}. Compaction loses detail, so it waits until there is "
+                   "enough to gain.")

@@ -61,6 +61,7 @@ __all__ = [
     "cut_point",
     "defaults",
     "events_of",
+    "fold",
     "safe_cut",
     "should_compact",
     "summary_message",
@@ -145,6 +146,20 @@ def cut_point(messages: Sequence[BaseMessage], keep: tuple, window: int | None,
         cut = bisect.bisect_left([-s for s in suffix], -budget)
     cut = safe_cut(messages, min(max(cut, start), n - 1))  # the latest message always stays
     return cut if cut > start else start
+
+
+def fold(messages: Sequence[BaseMessage], events: Sequence[Event], keep: tuple, window: int | None,
+         tokens: Callable[[BaseMessage], int]) -> tuple[list[BaseMessage], int, int, int] | None:
+    """What the next compaction folds: ``(shown, start, cut, absolute)`` — the current view, the
+    first foldable and the first kept position in it, and the cut in state — or ``None`` if the
+    cut cannot move forward. ``SummarizeMiddleware.compact`` and ``labkit.replay`` both use it."""
+    last = events[-1] if events else None
+    shown = view(messages, last)
+    start = 1 if last else 0
+    cut = cut_point(shown, keep, window, tokens, start=start)
+    if cut <= start:
+        return None
+    return shown, start, cut, (last.cut if last else 0) + (cut - start)
 
 
 def view(messages: Sequence[BaseMessage], event: Event | None) -> list[BaseMessage]:
@@ -276,14 +291,11 @@ class SummarizeMiddleware(AgentMiddleware):
     def compact(self, messages: list[BaseMessage], events: list[Event], thread_id: str,
                 reason: str = "trigger") -> Event | None:
         """Fold what ``keep`` allows into a new event, or ``None`` if the cut cannot move forward."""
-        last = events[-1] if events else None
-        shown = view(messages, last)
-        start = 1 if last else 0
-        cut = cut_point(shown, self.keep, self.window, self.counter.message, start=start)
-        if cut <= start:
+        planned = fold(messages, events, self.keep, self.window, self.counter.message)
+        if planned is None:
             return None
+        shown, start, cut, absolute = planned
         folded = shown[start:cut]
-        absolute = (last.cut if last else 0) + (cut - start)
         number = len(events) + 1
         path = self._archive(folded, number, absolute - len(folded), thread_id)
         summary = self._summarize(shown[:cut])
@@ -291,9 +303,28 @@ class SummarizeMiddleware(AgentMiddleware):
                      number=number, reason=reason)
 
     def _summarize(self, messages: Sequence[BaseMessage]) -> str:
-        reply = self.model.invoke([HumanMessage(summary_prompt(messages, self.keep_figures))],
-                                  config={"tags": SUMMARY_TAGS, "metadata": SUMMARY_METADATA})
+        """Ask the model for the summary. If the prompt itself overflows the summarizer, retry once
+        with the middle of the history cut out (a quarter of the budget from the head, three
+        quarters from the tail), as deepagents does — the archive still holds all of it."""
+        prompt = summary_prompt(messages, self.keep_figures)
+        config = {"tags": SUMMARY_TAGS, "metadata": SUMMARY_METADATA}
+        try:
+            reply = self.model.invoke([HumanMessage(prompt)], config=config)
+        except ContextOverflowError:
+            reply = self.model.invoke([HumanMessage(self._trimmed(prompt))], config=config)
         return reply.text if hasattr(reply, "text") else str(reply.content)
+
+    def _trimmed(self, prompt: str) -> str:
+        from labkit.tokens import encoding
+
+        enc = encoding(self.counter.encoding_name)
+        ids = enc.encode(prompt, disallowed_special=())
+        budget = max(200, int(0.4 * (self.window or len(ids))))
+        if len(ids) <= budget:
+            return prompt
+        head, tail = budget // 4, budget - budget // 4
+        return (enc.decode(ids[:head]) + "\n[... middle of the history omitted: it is in the archive ...]\n"
+                + enc.decode(ids[-tail:]))
 
     def _archive(self, folded: Sequence[BaseMessage], number: int, first: int, thread_id: str) -> str | None:
         path = archive_path(thread_id)
@@ -375,9 +406,11 @@ class SummarizeMiddleware(AgentMiddleware):
         kind, n = self.trigger
         if kind == "messages":
             need = max(1, int(n * self.gate))
-            return len(shown) >= need, f"{len(shown)} messages, below the gate of {need}"
+            return len(shown) >= need, (f"the context holds {len(shown)} messages, below the gate "
+                                        f"of {need} ({self.gate:.0%} of the trigger)")
         need = max(1, int(size_threshold(self.trigger, self.window) * self.gate))
-        return tokens >= need, f"{tokens:,} tokens, below the gate of {need:,}"
+        return tokens >= need, (f"the context holds {tokens:,} tokens of messages, below the gate of "
+                                f"{need:,} ({self.gate:.0%} of the trigger)")
 
     def _manual_tool(self) -> StructuredTool:
         def compact_conversation(runtime: ToolRuntime) -> Command | str:

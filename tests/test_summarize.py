@@ -657,7 +657,8 @@ def test_below_the_gate_the_manual_tool_refuses():
     _, state = _manual(scripted(compact_call(), AIMessage("done")), summarizer, [H("h0")],
                        trigger=("messages", 10), keep=("messages", 2))
     tool = next(m for m in state["messages"] if m.type == "tool")
-    assert tool.content == prompts.COMPACT_REFUSED.format(why="2 messages, below the gate of 5")
+    assert tool.content == prompts.COMPACT_REFUSED.format(
+        why="the context holds 2 messages, below the gate of 5 (50% of the trigger)")
     assert events_of(state) == [] and summarizer.calls == []
 
 
@@ -667,7 +668,8 @@ def test_below_a_token_gate_the_refusal_names_the_tokens():
                        trigger=("tokens", 10_000), keep=("messages", 2))
     tokens = mw.request_tokens(state["messages"][:2])
     tool = next(m for m in state["messages"] if m.type == "tool")
-    assert tool.content == prompts.COMPACT_REFUSED.format(why=f"{tokens:,} tokens, below the gate of 5,000")
+    assert tool.content == prompts.COMPACT_REFUSED.format(
+        why=f"the context holds {tokens:,} tokens of messages, below the gate of 5,000 (50% of the trigger)")
 
 
 def test_above_the_gate_with_nothing_old_enough_it_refuses():
