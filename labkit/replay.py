@@ -48,7 +48,7 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage, get_buffer_string
 
-from labkit.summarize import (Event, SummarizeMiddleware, archive_path, cut_point, should_compact,
+from labkit.summarize import (Event, SummarizeMiddleware, archive_path, fold, should_compact,
                               summary_message, summary_prompt, view)
 from labkit.tokens import PRICES, TokenCounter, cost, message_text
 from labkit.trace import KINDS, CallRecord, kind_of
@@ -273,17 +273,15 @@ def replay(run: Any, *, trigger: tuple | None = None, keep: tuple | None = None,
     def compact(n: int, reason: str) -> Event | None:
         """What SummarizeMiddleware.compact decides — without the model call or the file."""
         nonlocal summary_in, summary_out
-        last = events[-1] if events else None
-        shown = view(t.messages[:n], last)
-        start = 1 if last else 0
-        cut = cut_point(shown, policy.keep, policy.window, t.tokens, start=start)
-        if cut <= start:
+        planned = fold(t.messages[:n], events, policy.keep, policy.window, t.tokens)
+        if planned is None:
             return None
-        text, n_in, n_out = _summary(t, shown, last, cut, keep_figures)
+        shown, _, cut, absolute = planned
+        text, n_in, n_out = _summary(t, shown, events[-1] if events else None, cut, keep_figures)
         summary_in += n_in
         summary_out += n_out
-        return Event(cut=(last.cut if last else 0) + (cut - start), summary=text,
-                     archive=path, created_at=n, number=len(events) + 1, reason=reason)
+        return Event(cut=absolute, summary=text, archive=path, created_at=n,
+                     number=len(events) + 1, reason=reason)
 
     def add(event: Event, call: int) -> int:
         events.append(event)
