@@ -49,7 +49,7 @@ from typing import Any
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage, get_buffer_string
 
 from labkit.summarize import (Event, SummarizeMiddleware, archive_path, fold, should_compact,
-                              summary_message, summary_prompt, view)
+                              summary_message, summary_prompt)
 from labkit.tokens import PRICES, TokenCounter, cost, message_text
 from labkit.trace import KINDS, CallRecord, kind_of
 
