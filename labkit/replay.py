@@ -7,8 +7,8 @@ state (``run.messages``) and, per model call, how many of them existed
 schemas). :func:`replay` walks those calls and asks, at each one, what
 ``labkit.summarize.SummarizeMiddleware`` would do with the given ``trigger``, ``keep`` and
 ``window`` — using the middleware's own pure policy: :func:`~labkit.summarize.should_compact`,
-:func:`~labkit.summarize.cut_point` (its pair-safe :func:`~labkit.summarize.safe_cut` and token
-bisection), :func:`~labkit.summarize.view` and :func:`~labkit.summarize.summary_message`. The
+:func:`~labkit.summarize.fold` (the view, and the pair-safe cut found by token bisection) and
+:func:`~labkit.summarize.summary_message`. The
 knobs are checked, and their defaults chosen, by building a ``SummarizeMiddleware`` itself.
 
 It answers, per setting: the tokens the model would see on each call, the compaction events
