@@ -9,6 +9,10 @@ and a news digest in English and Chinese. Sizes are chosen so that some exports 
 the first export — is buried in the middle of its file.
 
 Every file says that it is fictional. No real company, person or figure is described.
+
+Two hand-written texts ride along for notebook 13: a skill (``skills/qbr-report/SKILL.md``, the
+QBR format of the report, with YAML front matter) and a memory file (``memory/AGENTS.md``, the
+user's preferences). They use no random numbers, so adding them changed no other file.
 """
 
 from __future__ import annotations
@@ -132,6 +136,58 @@ def transcript(rng: random.Random, turns: int = 1700) -> str:
     return "\n".join(lines) + "\n"
 
 
+# Notebook 13: a skill in the Agent Skills format (front matter first, so the notice is in the
+# body) and an AGENTS.md memory (the notice is an HTML comment: deepagents strips those before
+# the memory reaches the model). Neither may contain a scenario task's marker.
+QBR_SKILL = f"""---
+name: qbr-report
+description: The QBR (quarterly business review) format of the competitor report, with its required section headings in order. Use it when the user asks for the report in the QBR format.
+allowed-tools: read_file write_file
+metadata:
+  owner: strategy-team
+---
+
+# QBR format for the competitor report
+
+_{NOTICE.format(seed=SEED)}_
+
+Once a quarter, leadership reads the competitor report as a QBR. They read the first screen and
+skim the rest, so the format is fixed: the same sections, in the same order, every quarter.
+
+## Title
+
+Use the title line `# QBR competitor review — <week>`, with the week of the data.
+
+## Required sections, in this order
+
+- `## Executive summary` — one or two lines: how many competitors were covered, what changed.
+- `## Competitor scorecard` — one line per competitor, by name and ticker: whether its market
+  data was reviewed, and this week's headline.
+- `## Risks and watch items` — one line of risk per competitor.
+- `## Asks for leadership` — decisions we need from leadership, or "None this quarter".
+
+## Rules
+
+- Quote figures only from the market-data exports; never estimate one.
+- Each competitor appears in the scorecard exactly once, in the order of the request.
+- Keep it under two pages: point to the detailed files instead of pasting them.
+- Save the report where the user asked for it.
+
+## Example scorecard line
+
+- Example Co (EXCO): market data reviewed; news: opens a new office (2026-01-05)
+"""
+
+MEMORY = f"""# Memory
+
+<!-- {NOTICE.format(seed=SEED)} -->
+
+## The user's preferences
+
+- Start every report with a one-line TL;DR.
+"""
+
+
 def build() -> dict[str, str]:
     rng = random.Random(SEED)
     files: dict[str, str] = {}
@@ -141,6 +197,8 @@ def build() -> dict[str, str]:
         files[f"news/{ticker}.md"], files[f"news_zh/{ticker}.md"] = news(rng, name, ticker)
         meta.append({"name": name, "ticker": ticker, "sector": sector})
     files["transcripts/weekly-sync.md"] = transcript(rng)
+    files["skills/qbr-report/SKILL.md"] = QBR_SKILL
+    files["memory/AGENTS.md"] = MEMORY
     files["companies.json"] = json.dumps(
         {"notice": NOTICE.format(seed=SEED), "week": WEEK, "companies": meta, "needle": NEEDLE},
         indent=2, ensure_ascii=False) + "\n"
