@@ -20,7 +20,23 @@ looks only at the messages it is sent, so every context decision has a visible c
   deepagents'), it writes an extractive summary that drops exact figures unless
   ``keep_figures=True`` or the prompt asks to keep exact figures.
 * **As a subagent** it researches one company and returns a short report, or the raw dump with
-  ``raw_subagent_output=True``.
+  ``raw_subagent_output=True``. If its context asks for raw notes in a file
+  (``scenario.NOTES_INSTRUCTION``) and it has ``write_file``, it saves the dump to
+  ``scenario.notes_path(ticker)`` first and names the path in its reply (only the path, in raw mode).
+* **As a parent** (notebook 12), with ``delegate_research=True`` and a ``task`` tool bound during
+  the report task, it delegates: one ``task`` call per company whose research evidence is not
+  visible — all in one AI message — to ``"researcher"`` if the tool's description lists it, else
+  ``"general-purpose"``. A company whose task came back without the evidence is not delegated
+  again: the parent does that step itself. It reads figures and headlines from the reports.
+* **It keeps a goal anchor when given one** (notebook 14), for a task of 3 or more steps (the
+  threshold in ``write_todos``' own description). With ``write_todos`` bound (langchain's
+  ``TodoListMiddleware``) it writes a todo list — the user's request first, then one item per
+  step — at the start of the task and again after each step, statuses from the evidence it sees.
+  With a system prompt naming ``/progress.md`` (``PROGRESS_PROMPT``) it keeps that file with
+  ``write_file`` — the goal and the evidence of each step done — reading it first whenever it is
+  not in view. When no request or summary intent is visible, it takes the goal and the steps done
+  from the latest visible todo list or progress file; with the progress file on and nothing in
+  view, it reads the file before saying it has lost track.
 * **It compacts by hand only when told how** (notebook 11). With a ``compact_conversation`` tool
   bound, ``compact_when`` sets a fixed policy: ``"never"`` (the default: it ignores the tool);
   ``"boundary"``: when the latest message is a user request naming a scenario task and the
@@ -66,7 +82,7 @@ __all__ = ["Call", "InvalidHistoryError", "LabModel", "get_model"]
 
 PROVIDER = "labkit"
 MODEL_NAME = "lab-model"
-_PATHS = re.compile(r"(/(?:large_tool_results|conversation_history|reports)/[^\s'\"<>`),;]+)")
+_PATHS = re.compile(r"(/(?:large_tool_results|conversation_history|reports|research)/[^\s'\"<>`),;]+)")
 _KPI = re.compile(r"kpi,([A-Z]{4}),(\w+),([\d.]+%?)")
 COMPACT_TOOL = "compact_conversation"  # labkit's and deepagents' manual-compaction tool
 
@@ -204,6 +220,8 @@ class LabModel(BaseChatModel):
     """As a summarizer, keep exact figures and ids instead of dropping them."""
     raw_subagent_output: bool = False
     """As a subagent, return the raw tool output instead of a short report."""
+    delegate_research: bool = False
+    """As a parent with a ``task`` tool, hand each company's research to a subagent."""
     compact_when: Literal["never", "boundary", "every_step"] = Field(
         default="never",
         description="When to call a bound compact_conversation tool: never; at a task boundary "
@@ -360,37 +378,58 @@ class LabModel(BaseChatModel):
         if tool_choice == "none" or tool_choice in names:
             names = [n for n in names if n == tool_choice]
             tools = [t for t in tools if t["function"]["name"] in names]
-        task = _active_task(view)
+        task = _active_task(view) or _anchored_task(view)
         if task is not None and _wants_compaction(self.compact_when, view, names):
             message = AIMessage("", tool_calls=[self._tool_call(COMPACT_TOOL, {})])
         elif task is None:
-            message = self._outside(view, tools)
+            recall = _recall_call(view, names)
+            message = AIMessage("", tool_calls=[self._tool_call(*recall)]) if recall \
+                else self._outside(view, tools)
         elif task.key == "needle":
             message = self._answer_needle(view, names)
         else:
-            message = self._work(task, view, names)
+            message = self._delegate(task, view, tools) or self._work(task, view, names)
         if forced and not message.tool_calls:
             message = AIMessage("", tool_calls=[
                 self._tool_call(names[0], _literal_args(tools[0], view))])
         return message
 
     def _work(self, task: sc.Task, view: _View, names: list[str]) -> AIMessage:
+        done = _done_steps(task, view)
+        anchor = _anchor_call(task, view, names, done)
+        if anchor:
+            return AIMessage("", tool_calls=[self._tool_call(*anchor)])
         for step in task.steps:
-            if step.evidence in view.text or step.tool not in names:
+            if step.key in done or step.tool not in names:
                 continue
             args = dict(step.args)
             if step.tool == "write_file":
                 args["content"] = _draft(task, step, view)
             return AIMessage("", tool_calls=[self._tool_call(step.tool, args)])
+        notes = _notes_to_write(task, view, names)
+        if notes:
+            return AIMessage("", tool_calls=[self._tool_call("write_file", notes)])
         return AIMessage(self._finish(task, view, names))
+
+    def _delegate(self, task: sc.Task, view: _View, tools: list[dict]) -> AIMessage | None:
+        """As a parent: one ``task`` call per company not yet researched nor delegated."""
+        schema = next((t["function"] for t in tools if t["function"]["name"] == "task"), None)
+        if not self.delegate_research or task.key != "report" or schema is None:
+            return None
+        listed = re.search(r"^\s*- researcher:", schema.get("description", ""), re.M)
+        kind = "researcher" if listed else "general-purpose"
+        asked = {c["args"].get("description") for c, _ in view.answered.values() if c["name"] == "task"}
+        calls = []
+        for research in (t for t in sc.tasks() if t.key.startswith("research:")):
+            if research.request in asked or all(s.evidence in view.text for s in research.steps):
+                continue
+            calls.append(self._tool_call("task", {"description": research.request,
+                                                  "subagent_type": kind}))
+        return AIMessage("", tool_calls=calls) if calls else None
 
     def _finish(self, task: sc.Task, view: _View, names: list[str]) -> str:
         if task.key.startswith("research:"):
-            results = [r for _, (c, r) in view.answered.items()
-                       if c["name"] in ("fetch_market_data", "search_news")]
-            if self.raw_subagent_output:
-                return "\n\n".join(results)
-            return _research_report(task.key.split(":")[1], view.text)
+            return _research_reply(task.key.split(":")[1], view, self.raw_subagent_output)
         if task.output and "write_file" not in names:
             body = "\n".join(_draft(task, s, view) for s in task.steps if s.tool == "write_file")
             return f"I have no write_file tool, so here is the draft for {task.output}:\n\n{body}"
@@ -403,7 +442,7 @@ class LabModel(BaseChatModel):
 
     def _answer_needle(self, view: _View, names: list[str]) -> AIMessage:
         n = sc.needle()
-        value = n.find(view.text)
+        value = n.find(view.text) or _noted_figure(n, view.text)
         if value:
             return AIMessage(f"Brightloom's Q3 net revenue retention was {value}, as recorded in "
                              f"its market-data export (KPI `{n.kpi}`).")
@@ -518,7 +557,11 @@ def _draft(task: sc.Task, step: sc.Step, view: _View) -> str:
 
 def _headline(name: str, text: str) -> str | None:
     m = re.search(rf"## (\d{{4}}-\d\d-\d\d): {re.escape(name)} ([^\n]+)", text)
-    return f"{m.group(2)} ({m.group(1)})" if m else None
+    if m:
+        return f"{m.group(2)} ({m.group(1)})"
+    noted = re.search(rf"News digest — {re.escape(name)} \([A-Z]+\): (.+ \(\d{{4}}-\d\d-\d\d\))$",
+                      text, re.M)  # a subagent's research notes
+    return noted.group(1) if noted else None
 
 
 def _draft_report(text: str) -> str:
@@ -550,6 +593,43 @@ def _research_report(ticker: str, text: str) -> str:
     return (f"{c['name']} ({ticker}) — research notes\n"
             f"- Market data export — {c['name']} ({ticker}): KPIs {', '.join(kpis) or 'not found'}\n"
             f"- News digest — {c['name']} ({ticker}): {news or 'no headline found'}")
+
+
+def _raw_results(view: _View) -> str:
+    return "\n\n".join(r for c, r in view.answered.values()
+                       if c["name"] in ("fetch_market_data", "search_news"))
+
+
+def _notes_to_write(task: sc.Task, view: _View, names: list[str]) -> dict | None:
+    """A researcher asked for raw notes in a file writes them once, after its research steps."""
+    if not task.key.startswith("research:") or sc.NOTES_INSTRUCTION not in view.text \
+            or "write_file" not in names:
+        return None
+    path = sc.notes_path(task.key.split(":")[1])
+    if f"Updated file {path}" in view.text:
+        return None
+    return {"file_path": path, "content": _raw_results(view)}
+
+
+def _research_reply(ticker: str, view: _View, raw: bool) -> str:
+    """What a researcher returns: the short report, or the raw dump; with notes saved, the path."""
+    path = sc.notes_path(ticker)
+    saved = f"Updated file {path}" in view.text
+    if saved and raw:
+        c = next(c for c in sc.companies() if c["ticker"] == ticker)
+        return (f"{c['name']} ({ticker}) — raw notes saved to {path}\n"
+                f"- Market data export — {c['name']} ({ticker}): in full in {path}\n"
+                f"- News digest — {c['name']} ({ticker}): in full in {path}")
+    if raw:
+        return _raw_results(view)
+    report = _research_report(ticker, view.text)
+    return f"{report}\n- Raw notes: {path}" if saved else report
+
+
+def _noted_figure(n: sc.Needle, text: str) -> str | None:
+    """The needle's value as a subagent's research notes quote it (``kpi=value``)."""
+    m = re.search(rf"\({n.ticker}\): KPIs [^\n]*\b{n.kpi}=(\d+(?:\.\d+)?%)", text)
+    return m.group(1) if m else None
 
 
 def _literal_args(schema: dict, view: _View) -> dict:
@@ -585,6 +665,136 @@ def _placeholder(name: str, prop: dict) -> Any:
         kind = next((k for k in kind if k != "null"), "string")
     return {"integer": 0, "number": 0.0, "boolean": False, "array": [], "object": {}}.get(
         kind, f"<{name}>")
+
+
+# -- goal anchors: a todo list and a progress file (notebook 14) --------------------------------
+
+TODO_TOOL = "write_todos"  # langchain's TodoListMiddleware adds it; deepagents does not by default
+PROGRESS_PATH = "/progress.md"
+PROGRESS_PROMPT = (
+    f"Keep a progress file at {PROGRESS_PATH}. When you start a task of several steps, write the "
+    "user's request in it as the goal; after each step, rewrite it with the steps done so far. "
+    f"If you can no longer see what you were asked to do, read {PROGRESS_PATH} before asking."
+)
+# write_todos' own description: "If the user's request is trivial and takes less than 3 steps,
+# it is better to NOT use this tool". The lab model follows it, for both anchors.
+ANCHOR_MIN_STEPS = 3
+
+
+def _progress_on(view: _View) -> bool:
+    """The progress-file anchor is on when a system message names the file."""
+    return any(m.type == "system" and PROGRESS_PATH in _plain(m) for m in view.messages)
+
+
+def _todo_item(step: sc.Step) -> str:
+    """A step as a todo item: its tool and argument — not its evidence, which only a result shows."""
+    return f"{step.tool} {next(iter(step.args.values()))}"
+
+
+def _todo_list(task: sc.Task, done: set[str]) -> list[dict]:
+    """The user's request first (so the goal travels with the list), then one item per step."""
+    todo = [s for s in task.steps if s.key not in done]
+    items = [{"content": task.request, "status": "in_progress" if todo else "completed"}]
+    for s in task.steps:
+        status = "completed" if s.key in done else "in_progress" if s is todo[0] else "pending"
+        items.append({"content": _todo_item(s), "status": status})
+    return items
+
+
+def _progress_text(task: sc.Task, done: set[str]) -> str:
+    """The progress file: the goal, then the evidence of each step done (quoted, so it counts)."""
+    lines = [f"- {s.evidence}" for s in task.steps if s.key in done] or ["- nothing yet"]
+    return f"# Progress\n\nGoal: {task.request}\n\nDone:\n" + "\n".join(lines) + "\n"
+
+
+def _latest_todos(view: _View) -> list[dict] | None:
+    """The todo list of the latest write_todos call the tool accepted, if it is still visible.
+    (TodoListMiddleware keeps the list in state but never shows it to the model: the model sees
+    only its own call and the tool's answer.)"""
+    for call, result in reversed(view.answered.values()):
+        if call["name"] == TODO_TOOL and result.startswith("Updated todo list"):
+            todos = call["args"].get("todos")
+            if not isinstance(todos, list):  # the call's arguments were cleared: read the answer
+                try:
+                    todos = ast.literal_eval(result.removeprefix("Updated todo list to "))
+                except (SyntaxError, ValueError):
+                    return None
+            return [dict(t) for t in todos if isinstance(t, dict)]
+    return None
+
+
+def _latest_progress(view: _View) -> str | None:
+    """The progress file as last seen: the latest write_file to it, or read_file of it."""
+    for call, result in reversed(view.answered.values()):
+        path = call["args"].get("file_path")
+        if path != PROGRESS_PATH:
+            continue
+        if call["name"] == "write_file" and result.startswith("Updated file"):
+            return str(call["args"].get("content", ""))
+        if call["name"] == "read_file":
+            return None if result.startswith("Error") else result
+    return None
+
+
+def _read_progress(view: _View) -> bool:
+    """Has the model read the progress file since its context was last cut?"""
+    return any(c["name"] == "read_file" and c["args"].get("file_path") == PROGRESS_PATH
+               for c, _ in view.answered.values())
+
+
+def _task_named(text: str) -> sc.Task | None:
+    return next((t for t in sc.tasks() if t.marker in text), None)
+
+
+def _progress_task(text: str) -> sc.Task | None:
+    """The task named on a progress file's Goal line."""
+    m = re.search(r"Goal: (.+)", text)
+    return _task_named(m.group(1)) if m else None
+
+
+def _anchored_task(view: _View) -> sc.Task | None:
+    """The goal an anchor carries, for when no request or summary intent is visible: the first
+    item of the latest todo list, or the Goal line of the progress file."""
+    todos = _latest_todos(view)
+    if todos:
+        task = _task_named(str(todos[0].get("content", "")))
+        if task:
+            return task
+    return _progress_task(_latest_progress(view) or "")
+
+
+def _done_steps(task: sc.Task, view: _View) -> set[str]:
+    """Steps whose evidence is visible (a result, a summary line, a progress-file line), or that
+    the latest todo list marks completed."""
+    done = {s.key for s in task.steps if s.evidence in view.text}
+    completed = {str(t.get("content")) for t in _latest_todos(view) or () if t.get("status") == "completed"}
+    return done | {s.key for s in task.steps if _todo_item(s) in completed}
+
+
+def _anchor_call(task: sc.Task, view: _View, names: list[str], done: set[str]) -> tuple | None:
+    """The anchor update due before the next step, as (tool, args): write the todo list if it is
+    not the one visible; with the progress file on, read it first if it is not in view, then
+    rewrite it if it is out of date."""
+    if len(task.steps) < ANCHOR_MIN_STEPS:
+        return None
+    if TODO_TOOL in names and _latest_todos(view) != _todo_list(task, done):
+        return TODO_TOOL, {"todos": _todo_list(task, done)}
+    if not (_progress_on(view) and "write_file" in names):
+        return None
+    seen = _latest_progress(view)
+    if seen is None and "read_file" in names and not _read_progress(view):
+        return "read_file", {"file_path": PROGRESS_PATH}
+    if seen is None or _progress_task(seen) is not task or not all(
+            s.evidence in seen for s in task.steps if s.key in done):
+        return "write_file", {"file_path": PROGRESS_PATH, "content": _progress_text(task, done)}
+    return None
+
+
+def _recall_call(view: _View, names: list[str]) -> tuple | None:
+    """Lost the goal, with the progress file on: read it once before giving up."""
+    if _progress_on(view) and "read_file" in names and not _read_progress(view):
+        return "read_file", {"file_path": PROGRESS_PATH}
+    return None
 
 
 # -- choosing a model ---------------------------------------------------------------------------

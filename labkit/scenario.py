@@ -33,8 +33,11 @@ from langchain_core.tools import tool
 __all__ = [
     "FEEDBACK",
     "NEEDLE_QUESTION",
+    "NOTES_INSTRUCTION",
     "REQUEST",
     "BRIEFINGS",
+    "FANOUT",
+    "FANOUT_TURNS",
     "TURNS",
     "Run",
     "Score",
@@ -45,13 +48,27 @@ __all__ = [
     "needle",
     "export_text",
     "news_text",
+    "notes_path",
     "research_request",
+    "researcher",
     "run",
     "score",
     "tasks",
     "tools",
     "transcript_text",
     "with_transcript",
+    # notebook 13: skills and memory
+    "MEMORY_NAMESPACE",
+    "MEMORY_PATH",
+    "PREFERENCE_TURN",
+    "QBR_REQUEST",
+    "QBR_SKILL_PATH",
+    "SKILLS_SOURCE",
+    "memory_files",
+    "memory_store",
+    "memory_text",
+    "skill_files",
+    "skill_text",
 ]
 
 REPORT_PATH = "/reports/weekly.md"
@@ -77,6 +94,26 @@ BRIEFINGS = (
     f"{BRIEFINGS_DIR}/<TICKER>.md, quoting its news digest in full."
 )
 TRANSCRIPT_NOTE = "Here is the transcript of this morning's sync meeting, for context:"
+# The fan-out of notebook 12: the same report, each competitor researched by its own subagent.
+FANOUT = (
+    f"{REQUEST} Give each competitor to its own researcher subagent — one task call each, all in "
+    "one message — and write the report from their replies."
+)
+FANOUT_TURNS = (FANOUT, FEEDBACK, NEEDLE_QUESTION)
+NOTES_DIR = "/research"
+NOTES_INSTRUCTION = (
+    f"Save your raw notes — the whole export and digest — to {NOTES_DIR}/<TICKER>.md with "
+    "write_file, and name that file in your reply."
+)
+RESEARCHER_DESCRIPTION = (
+    "Researches one competitor: pulls its market-data export and news digest and replies with a "
+    "short report (every KPI with its exact figure, and the week's headline). One company per call."
+)
+RESEARCHER_PROMPT = (
+    "You research one competitor for the weekly competitor report. Pull its market-data export and "
+    "its news digest, then reply with a short report: each KPI with its exact figure, and the "
+    "week's headline. The caller sees only your final reply, never your tool results."
+)
 
 
 def transcript_text() -> str:
@@ -244,6 +281,24 @@ def research_request(ticker: str) -> str:
     )
 
 
+def notes_path(ticker: str) -> str:
+    """Where a researcher asked for raw notes (``NOTES_INSTRUCTION``) saves them."""
+    return f"{NOTES_DIR}/{_ticker(ticker)}.md"
+
+
+def researcher(notes: bool = False, **tool_options: Any) -> dict[str, Any]:
+    """The fan-out's researcher subagent as a spec dict: ``name``, ``description``,
+    ``system_prompt``, ``tools`` (the two data tools; ``tool_options`` go to :func:`tools`).
+
+    deepagents takes it as a ``SubAgent`` (``create_deep_agent(subagents=[researcher()])``) and
+    ``labkit.isolate.SubagentSpec(**researcher())`` takes the same keys. ``notes=True`` adds
+    ``NOTES_INSTRUCTION`` to the prompt: raw data goes to a file, not into the reply.
+    """
+    prompt = f"{RESEARCHER_PROMPT} {NOTES_INSTRUCTION}" if notes else RESEARCHER_PROMPT
+    return {"name": "researcher", "description": RESEARCHER_DESCRIPTION, "system_prompt": prompt,
+            "tools": tools(**tool_options)}
+
+
 @cache
 def tasks() -> tuple[Task, ...]:
     """The scenario's tasks, most specific first (a reader matches the first marker it sees)."""
@@ -280,6 +335,66 @@ def tasks() -> tuple[Task, ...]:
 def needle() -> Needle:
     """The needle: one exact KPI from the first export, and the question that needs it."""
     return _needle()
+
+
+# ---------------------------------------------------------------------------------------------
+# Skills and memory (notebook 13): a QBR-format skill read on demand, and the user's preferences
+# in an AGENTS.md memory. The texts live in data/ (made by scripts/make_data.py); these helpers
+# put them where deepagents' SkillsMiddleware and MemoryMiddleware look for them.
+
+SKILLS_SOURCE = "/skills/"  # create_deep_agent(skills=[SKILLS_SOURCE])
+QBR_SKILL_PATH = f"{SKILLS_SOURCE}qbr-report/SKILL.md"
+MEMORY_PATH = "/memories/AGENTS.md"  # create_deep_agent(memory=[MEMORY_PATH])
+MEMORY_NAMESPACE = ("labkit", "memories")  # where memory_store() keeps it in a langgraph store
+QBR_REQUEST = (
+    "Prepare this week's competitor report, in our QBR format. For each of our five competitors "
+    "(Brightloom, Corvid Systems, Driftwood Data, Emberline, Fernhollow Labs) pull its market-data "
+    f"export and its news digest, then write the report to {REPORT_PATH}."
+)
+# A user turn that states a lasting preference (the lab model records it in its memory file).
+PREFERENCE_TURN = "From now on, always end reports with a 'Sources' line."
+
+
+def skill_text() -> str:
+    """The QBR-format skill: a SKILL.md with YAML front matter (name, description, allowed-tools)."""
+    return (data_dir() / "skills" / "qbr-report" / "SKILL.md").read_text(encoding="utf-8")
+
+
+def memory_text() -> str:
+    """The user's preferences as an AGENTS.md memory file."""
+    return (data_dir() / "memory" / "AGENTS.md").read_text(encoding="utf-8")
+
+
+def _file_data(text: str) -> dict[str, Any]:
+    from deepagents.backends.utils import create_file_data
+
+    return create_file_data(text)
+
+
+def skill_files() -> dict[str, dict[str, Any]]:
+    """The skill as deepagents file data, to seed a thread's state: ``run(..., files=...)``."""
+    return {QBR_SKILL_PATH: _file_data(skill_text())}
+
+
+def memory_files(path: str = MEMORY_PATH) -> dict[str, dict[str, Any]]:
+    """The memory as deepagents file data in the thread's state — it dies with the thread."""
+    return {path: _file_data(memory_text())}
+
+
+def memory_store(store=None, key: str = "/AGENTS.md"):
+    """A langgraph store (a new ``InMemoryStore`` unless given) holding the memory file under
+    ``MEMORY_NAMESPACE``. Route the memory folder to it with ``CompositeBackend(default=
+    StateBackend(), routes={"/memories/": StoreBackend(namespace=lambda rt: MEMORY_NAMESPACE,
+    store=store)})``: the route's prefix is cut off, so ``/memories/AGENTS.md`` is ``key``."""
+    if store is None:
+        from langgraph.store.memory import InMemoryStore
+
+        store = InMemoryStore()
+    if not key.startswith("/"):
+        raise ValueError(f"key must be an absolute path inside the routed folder, like "
+                         f"'/AGENTS.md', not {key!r}")
+    store.put(MEMORY_NAMESPACE, key, {"content": memory_text(), "encoding": "utf-8"})
+    return store
 
 
 # ---------------------------------------------------------------------------------------------
@@ -372,6 +487,22 @@ def _file_text(data: Any) -> str:
     return str(data)
 
 
+def _seed_files(files: dict[str, Any] | None) -> dict[str, Any]:
+    """``run(files=...)`` as deepagents file data; a path must be absolute, a value text or
+    file data (a dict with ``content``)."""
+    seed = {}
+    for path, data in (files or {}).items():
+        if not isinstance(path, str) or not path.startswith("/"):
+            raise ValueError(f"files: {path!r} is not an absolute path such as '/skills/x/SKILL.md'")
+        if isinstance(data, str):
+            data = _file_data(data)
+        if not (isinstance(data, dict) and "content" in data):
+            raise ValueError(f"files[{path!r}] must be text or deepagents file data (a dict with "
+                             f"'content'), not {type(data).__name__}")
+        seed[path] = data
+    return seed
+
+
 def run(
     model=None,
     *,
@@ -382,6 +513,8 @@ def run(
     export_scale: float = 1.0,
     recorder=None,
     recursion_limit: int = 200,
+    files: dict[str, Any] | None = None,
+    thread_id: str = "lab",
     **agent_kwargs,
 ) -> Run:
     """Drive an agent through the scenario's user turns on one thread and return the :class:`Run`.
@@ -397,6 +530,11 @@ def run(
     schemas, and the model's ``reported_input`` is the true count.
 
     A model error — a context overflow above all — ends the run; it is kept in ``Run.error``.
+
+    ``files`` seeds the thread's state files on the first turn (``{path: text or deepagents file
+    data}``, e.g. :func:`skill_files`); ``thread_id`` names the thread. Each run has its own
+    checkpointer, so two runs never share a thread: what outlives one must live in a store
+    (``store=`` goes to the agent with the other ``agent_kwargs``).
     """
     from langchain.agents import create_agent
     from langgraph.checkpoint.memory import InMemorySaver
@@ -421,13 +559,17 @@ def run(
 
         agent = create_deep_agent(model, tools=tools(news_language, export_scale), middleware=stack,
                                   checkpointer=InMemorySaver(), **agent_kwargs)
-    config = {"configurable": {"thread_id": "lab"}, "recursion_limit": recursion_limit}
+    config = {"configurable": {"thread_id": thread_id}, "recursion_limit": recursion_limit}
+    seed = _seed_files(files)
     error = None
     done = 0
     for text in turns:
         recorder.start_turn(text)
+        update = {"messages": [HumanMessage(text)]}
+        if seed and done == 0:
+            update["files"] = seed
         try:
-            agent.invoke({"messages": [HumanMessage(text)]}, config=config)
+            agent.invoke(update, config=config)
             done += 1
         except Exception as e:  # the run ends; what happened is kept for the learner
             error = e

@@ -1,0 +1,434 @@
+"""Isolation (隔离): noisy work runs in a subagent with its own context, behind a ``task`` tool.
+
+Notebook 12 introduces it. Offloading and summarization repair a context after it has grown;
+isolation keeps the noise out from the start. :class:`IsolateMiddleware` gives the agent one tool,
+``task(description, subagent_type)``, and for each call:
+
+* **a fresh context** — the child starts from ``[HumanMessage(description)]`` and its own system
+  prompt and tools (a :class:`SubagentSpec`); nothing of the parent's conversation goes down;
+* **shared files** — the child gets the parent's files and its writes come back as a ``files``
+  update (with deepagents' ``StateBackend``, files live in state; another backend is shared
+  as it is), so a child can leave its raw notes in a file and return the path;
+* **one message back** — the child's last AI text, cut to the spec's ``output_cap`` tokens with
+  a note saying so; its tool calls and results never reach the parent;
+* **separate accounting** — each child run has its own ``labkit.trace.Recorder``; the middleware
+  keeps one :class:`ChildRun` per task call (thread-safe: langgraph runs the task calls of one
+  AI message in parallel), so a lesson can set the parent's peak against each child's, and count
+  what isolation costs — every child pays its own system prompt and tool schemas on every call.
+
+An unknown ``subagent_type`` or a malformed call (missing or non-text arguments, extra ones) is
+answered with a tool message listing what is allowed, never an exception; so is a child that
+fails (a context overflow, say): the parent's run goes on.
+
+The pure helpers (:func:`check_call`, :func:`child_state`, :func:`final_text`, :func:`cap_output`,
+:func:`file_updates`, :func:`calls_by_context`) are what the middleware is made of.
+
+Unlike deepagents' ``SubAgentMiddleware`` (notebook 12 runs both on the same fan-out): only
+``files`` is passed down (deepagents passes every non-private state key), no general-purpose
+subagent is added for you (:func:`general_purpose` makes one), a deleted file is deleted in the
+parent too, and a failing child does not end the parent's run. What it leaves out: structured
+output, forked context (``mode="fork"``), async remote subagents, human-in-the-loop.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from deepagents.middleware.filesystem import FilesystemMiddleware, FilesystemState
+from langchain.agents.middleware import AgentMiddleware
+from langchain.tools import ToolRuntime
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+from langchain_core.tools import StructuredTool
+from langgraph.errors import GraphBubbleUp
+from langgraph.types import Command
+from pydantic import BaseModel, Field
+
+from labkit.tokens import encoding
+from labkit.trace import CallRecord, Recorder
+
+__all__ = [
+    "GENERAL_PURPOSE_PROMPT",
+    "TASK_TOOL",
+    "ChildRun",
+    "IsolateMiddleware",
+    "SubagentSpec",
+    "calls_by_context",
+    "cap_output",
+    "check_call",
+    "child_state",
+    "cost_rows",
+    "file_updates",
+    "final_text",
+    "general_purpose",
+    "task_description",
+]
+
+TASK_TOOL = "task"
+ARGS = ("description", "subagent_type")
+
+TASK_DESCRIPTION = """Launch a subagent for one self-contained piece of work. It starts from your \
+description alone — a fresh context with its own system prompt and tools — and returns one \
+message: its final reply. You never see its intermediate steps.
+
+Available subagent types:
+{agents}
+
+Usage:
+- Put everything the subagent needs in `description`, and say what it should reply with.
+- Independent tasks run at once: make several task calls in one message.
+- A subagent shares your files: ask for long results in a file and the path in the reply."""
+
+GENERAL_PURPOSE_PROMPT = (
+    "You are a subagent. Complete the task you are given with your tools. The caller sees only "
+    "your final reply, not your tool calls or their results: make it complete and short."
+)
+GENERAL_PURPOSE_DESCRIPTION = (
+    "General-purpose agent for multi-step tasks: it has the tools it was given and the shared files."
+)
+TRUNCATED = ("\n\n[… cut by the task tool: {name!r} has an output cap of {cap:,} tokens and its "
+             "reply had {total:,}. Ask for long results in a file, and the path in the reply.]")
+BAD_CALL = ("Error: task takes exactly two arguments: description (text: the whole task and what "
+            "to reply with) and subagent_type (one of {types}). {problems}")
+NO_TEXT = "(the subagent finished without a text reply)"
+CHILD_FAILED = "Error: the {name!r} subagent stopped before replying: {error}"
+
+
+class TaskArgs(BaseModel):
+    """The ``task`` tool's arguments, as the model sees them."""
+
+    description: str = Field(description="The whole task for the subagent: all the context it "
+                                         "needs and what to reply with.")
+    subagent_type: str = Field(description="Which subagent: one of the types listed in the tool "
+                                           "description.")
+
+
+# -- the spec ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SubagentSpec:
+    """One kind of subagent: what the parent's ``task`` tool lists, and how a child is built.
+
+    ``tools`` are the child's own (file tools are added by the middleware); ``output_cap`` is the
+    most tokens of its reply the parent gets; ``model`` overrides the middleware's model.
+
+    Example:
+        >>> from labkit import scenario
+        >>> spec = SubagentSpec(**scenario.researcher(), output_cap=400)
+        >>> spec.name, len(spec.tools), spec.output_cap
+        ('researcher', 2, 400)
+    """
+
+    name: str
+    description: str
+    system_prompt: str
+    tools: Sequence[Any] = ()
+    output_cap: int | None = None
+    model: BaseChatModel | None = None
+
+    def __post_init__(self) -> None:
+        for key in ("name", "description", "system_prompt"):
+            value = getattr(self, key)
+            if not isinstance(value, str):
+                raise TypeError(f"SubagentSpec.{key} must be text, got {type(value).__name__}")
+        if not self.name.strip() or self.name != self.name.strip() or " " in self.name:
+            raise ValueError(f"SubagentSpec.name must be one word with no spaces, got {self.name!r}")
+        if not self.description.strip():
+            raise ValueError(f"SubagentSpec {self.name!r} needs a description: the parent picks "
+                             "a subagent by reading it")
+        if isinstance(self.tools, (str, bytes)) or not isinstance(self.tools, Sequence):
+            raise TypeError(f"SubagentSpec {self.name!r}: tools must be a list of tools, got "
+                            f"{type(self.tools).__name__}")
+        object.__setattr__(self, "tools", tuple(self.tools))
+        cap = self.output_cap
+        if cap is not None and (isinstance(cap, bool) or not isinstance(cap, int) or cap <= 0):
+            raise ValueError(f"SubagentSpec {self.name!r}: output_cap must be a positive whole "
+                             f"number of tokens or None, got {cap!r}")
+        if self.model is not None and not isinstance(self.model, BaseChatModel):
+            raise TypeError(f"SubagentSpec {self.name!r}: model must be a chat model or None, got "
+                            f"{type(self.model).__name__}")
+
+
+def general_purpose(tools: Sequence[Any] = (), **overrides: Any) -> SubagentSpec:
+    """A ``general-purpose`` spec, like the one deepagents adds by default."""
+    spec = {"name": "general-purpose", "description": GENERAL_PURPOSE_DESCRIPTION,
+            "system_prompt": GENERAL_PURPOSE_PROMPT, "tools": tools, **overrides}
+    return SubagentSpec(**spec)
+
+
+# -- pure helpers --------------------------------------------------------------------------------
+
+
+def task_description(specs: Sequence[SubagentSpec]) -> str:
+    """The ``task`` tool's description: one ``- name: description`` line per subagent."""
+    return TASK_DESCRIPTION.format(agents="\n".join(f"- {s.name}: {s.description}" for s in specs))
+
+
+def check_call(args: Any, specs: Sequence[SubagentSpec]) -> str | None:
+    """``None`` for a well-formed call to a known subagent, else the answer the parent gets."""
+    names = [s.name for s in specs]
+    types = ", ".join(f"`{n}`" for n in names)
+    if not isinstance(args, Mapping):
+        return BAD_CALL.format(types=types, problems=f"Got {type(args).__name__} instead of "
+                                                     "named arguments.")
+    problems = []
+    for key in ARGS:
+        if key not in args:
+            problems.append(f"Missing {key}.")
+        elif not isinstance(args[key], str):
+            problems.append(f"{key} must be text, not {type(args[key]).__name__}.")
+        elif not args[key].strip():
+            problems.append(f"{key} is empty.")
+    for key in sorted(set(args) - set(ARGS), key=str):
+        problems.append(f"Unexpected argument {key!r}: put all instructions in description.")
+    if problems:
+        return BAD_CALL.format(types=types, problems=" ".join(problems))
+    if args["subagent_type"] not in names:
+        return (f"Error: there is no subagent type {args['subagent_type']!r}. Allowed "
+                f"subagent_type values: {types}. Call task again with one of them.")
+    return None
+
+
+def child_state(description: str, files: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The child's first state: the description as its only message, and the parent's files."""
+    return {"messages": [HumanMessage(description)], "files": dict(files or {})}
+
+
+def final_text(messages: Sequence[BaseMessage]) -> str:
+    """The child's reply: its last AI message with text (as deepagents picks it)."""
+    for m in reversed(messages):
+        if isinstance(m, AIMessage) and m.text.strip():
+            return m.text.rstrip()
+    return NO_TEXT
+
+
+def cap_output(text: str, cap: int | None, name: str = "subagent",
+               encoding_name: str = "o200k_base") -> tuple[str, int]:
+    """Cut ``text`` to its first ``cap`` BPE tokens and say so; returns (text, tokens before)."""
+    enc = encoding(encoding_name)
+    ids = enc.encode(text, disallowed_special=())
+    if cap is None or len(ids) <= cap:
+        return text, len(ids)
+    return enc.decode(ids[:cap]) + TRUNCATED.format(name=name, cap=cap, total=len(ids)), len(ids)
+
+
+def file_updates(before: Mapping[str, Any], after: Mapping[str, Any]) -> dict[str, Any]:
+    """What the child changed in the files: new or changed entries, and ``None`` for a deletion
+    (deepagents' files reducer reads ``None`` as "delete")."""
+    changed = {p: d for p, d in after.items() if p not in before or before[p] != d}
+    changed.update({p: None for p in before if p not in after})
+    return changed
+
+
+def calls_by_context(calls: Sequence[Any]) -> dict[str, list[Any]]:
+    """Group ``LabModel.calls`` by the context they belong to: the text of each call's first
+    human message (a child's is its task description; the parent's is the first user turn).
+    Under deepagents every child shares the parent's model, so this is how to tell them apart."""
+    groups: dict[str, list[Any]] = {}
+    for call in calls:
+        first = next((m for m in call.messages if isinstance(m, HumanMessage)), None)
+        groups.setdefault(first.text if first is not None else "", []).append(call)
+    return groups
+
+
+# -- accounting ----------------------------------------------------------------------------------
+
+
+@dataclass
+class ChildRun:
+    """One task call: the child's own records, and what the parent got back."""
+
+    order: tuple[int, int]  # (parent message index, position among its tool calls)
+    tool_call_id: str
+    subagent_type: str
+    description: str
+    records: list[CallRecord] = field(default_factory=list)
+    reply: str = ""
+    reply_tokens: int = 0  # of the child's own reply, before any cap
+    capped: bool = False
+    files: list[str] = field(default_factory=list)  # paths the child wrote (or deleted)
+    error: str | None = None
+
+    @property
+    def peak(self) -> int:
+        return max((r.seen for r in self.records), default=0)
+
+    @property
+    def total(self) -> int:
+        """Input tokens over all its model calls (what a provider bills as input)."""
+        return sum(r.seen for r in self.records if not r.error)
+
+    @property
+    def fixed(self) -> int:
+        """Tokens of system prompt and tool schemas it paid over all its calls."""
+        return sum(r.by_kind["system"] + r.by_kind["tools"] for r in self.records if not r.error)
+
+
+def cost_rows(parent: Sequence[CallRecord], children: Sequence[ChildRun]) -> list[dict[str, Any]]:
+    """One row per context — the parent, then each child — for a table: model calls, peak
+    context, input tokens in all, and how many of them were system prompt and tool schemas."""
+    parent = list(getattr(parent, "records", parent))
+    rows = [{"context": "parent", "model calls": len(parent),
+             "peak": max((r.seen for r in parent), default=0),
+             "input tokens": sum(r.seen for r in parent if not r.error),
+             "system + tools": sum(r.by_kind["system"] + r.by_kind["tools"]
+                                   for r in parent if not r.error)}]
+    for i, c in enumerate(children, start=1):
+        rows.append({"context": f"child {i} ({c.subagent_type})", "model calls": len(c.records),
+                     "peak": c.peak, "input tokens": c.total, "system + tools": c.fixed})
+    return rows
+
+
+# -- the middleware ------------------------------------------------------------------------------
+
+
+class IsolateMiddleware(AgentMiddleware):
+    """A ``task`` tool that runs each call in a fresh child agent (see the module docstring).
+
+    ``model`` runs every child whose spec names none. With ``file_tools`` (the default) each child
+    gets deepagents' file tools on ``backend`` (``StateBackend`` if None), eviction off as in
+    ``scenario.run``; ``child_middleware`` is added to every child (an offloader, say).
+
+    Example:
+        >>> from labkit import LabModel, scenario
+        >>> iso = IsolateMiddleware(LabModel(), [SubagentSpec(**scenario.researcher())])
+        >>> # run = scenario.run(LabModel(delegate_research=True), middleware=[iso])
+        >>> # iso.children[0].records, iso.children[0].reply
+    """
+
+    name = "labkit.IsolateMiddleware"
+    state_schema = FilesystemState
+
+    def __init__(self, model: BaseChatModel, subagents: Sequence[SubagentSpec], *,
+                 backend: Any = None, file_tools: bool = True,
+                 child_middleware: Sequence[AgentMiddleware] = (),
+                 price: str | tuple[float, float] = "lab-model") -> None:
+        super().__init__()
+        if not isinstance(model, BaseChatModel):
+            raise TypeError(f"IsolateMiddleware needs a chat model, got {type(model).__name__}")
+        specs = list(subagents)
+        if not specs or not all(isinstance(s, SubagentSpec) for s in specs):
+            raise TypeError("subagents must be a non-empty list of SubagentSpec (for a dict, "
+                            "write SubagentSpec(**d))")
+        names = [s.name for s in specs]
+        if len(set(names)) != len(names):
+            raise ValueError(f"subagent names must be unique, got {names}")
+        Recorder(price)  # validates the price now
+        self.model, self.specs, self.backend = model, specs, backend
+        self.file_tools, self.child_middleware, self.price = file_tools, list(child_middleware), price
+        self._children: list[ChildRun] = []
+        self._lock = threading.Lock()
+        self.tools = [self._task_tool()]
+
+    @property
+    def children(self) -> list[ChildRun]:
+        """Every task call so far, in the order the parent made them."""
+        with self._lock:
+            return sorted(self._children, key=lambda c: c.order)
+
+    def _task_tool(self) -> StructuredTool:
+        def task(description: str, subagent_type: str, runtime: ToolRuntime) -> Command:
+            return self._run(description, subagent_type, runtime.state, runtime.tool_call_id)
+
+        async def atask(description: str, subagent_type: str, runtime: ToolRuntime) -> Command:
+            return await self._arun(description, subagent_type, runtime.state, runtime.tool_call_id)
+
+        return StructuredTool.from_function(task, coroutine=atask, name=TASK_TOOL,
+                                            description=task_description(self.specs),
+                                            args_schema=TaskArgs, infer_schema=False)
+
+    # the task call, in three parts: build the child, run it, fold its result back
+
+    def _child(self, spec: SubagentSpec, recorder: Recorder):
+        from langchain.agents import create_agent
+
+        stack = [FilesystemMiddleware(backend=self.backend, tool_token_limit_before_evict=None,
+                                      human_message_token_limit_before_evict=None)] \
+            if self.file_tools else []
+        return create_agent(spec.model or self.model, tools=list(spec.tools),
+                            system_prompt=spec.system_prompt or None, name=spec.name,
+                            middleware=[*stack, *self.child_middleware, recorder])
+
+    def _start(self, description: str, subagent_type: str, state: Mapping, tool_call_id: str):
+        spec = next(s for s in self.specs if s.name == subagent_type)
+        run = ChildRun(_order(state.get("messages", []), tool_call_id), tool_call_id,
+                       subagent_type, description)
+        recorder = Recorder(self.price)
+        run.records = recorder.records
+        with self._lock:
+            self._children.append(run)
+        files = state.get("files") or {}
+        return spec, run, self._child(spec, recorder), child_state(description, files), files
+
+    def _finish(self, spec, run: ChildRun, result, error, files, tool_call_id) -> Command:
+        update: dict[str, Any] = {}
+        if error is not None:
+            run.error = f"{type(error).__name__}: {error}"
+            text, status = CHILD_FAILED.format(name=spec.name, error=run.error), "error"
+        else:
+            text, run.reply_tokens = cap_output(final_text(result["messages"]), spec.output_cap,
+                                                spec.name)
+            run.capped = spec.output_cap is not None and run.reply_tokens > spec.output_cap
+            status = "success"
+            changed = file_updates(files, result.get("files") or {}) if self.file_tools else {}
+            run.files = sorted(changed)
+            if changed:
+                update["files"] = changed
+        run.reply = text
+        update["messages"] = [ToolMessage(text, tool_call_id=tool_call_id, name=TASK_TOOL,
+                                          status=status)]
+        return Command(update=update)
+
+    def _run(self, description, subagent_type, state, tool_call_id) -> Command:
+        spec, run, agent, first, files = self._start(description, subagent_type, state, tool_call_id)
+        result, error = None, None
+        try:
+            result = agent.invoke(first)
+        except GraphBubbleUp:
+            raise
+        except Exception as e:  # the parent hears about it; its run goes on
+            error = e
+        return self._finish(spec, run, result, error, files, tool_call_id)
+
+    async def _arun(self, description, subagent_type, state, tool_call_id) -> Command:
+        spec, run, agent, first, files = self._start(description, subagent_type, state, tool_call_id)
+        result, error = None, None
+        try:
+            result = await agent.ainvoke(first)
+        except GraphBubbleUp:
+            raise
+        except Exception as e:
+            error = e
+        return self._finish(spec, run, result, error, files, tool_call_id)
+
+    # malformed calls are answered before the tool node validates them
+
+    def _refusal(self, request) -> ToolMessage | None:
+        call = request.tool_call
+        if call.get("name") != TASK_TOOL:
+            return None
+        problem = check_call(call.get("args"), self.specs)
+        return None if problem is None else ToolMessage(
+            problem, tool_call_id=call["id"], name=TASK_TOOL, status="error")
+
+    def wrap_tool_call(self, request, handler):
+        refusal = self._refusal(request)
+        return refusal if refusal is not None else handler(request)
+
+    async def awrap_tool_call(self, request, handler):
+        refusal = self._refusal(request)
+        return refusal if refusal is not None else await handler(request)
+
+
+def _order(messages: Sequence[BaseMessage], tool_call_id: str) -> tuple[int, int]:
+    for i in range(len(messages) - 1, -1, -1):
+        m = messages[i]
+        if isinstance(m, AIMessage):
+            for j, tc in enumerate(m.tool_calls):
+                if tc["id"] == tool_call_id:
+                    return (i, j)
+    return (len(messages), 0)
