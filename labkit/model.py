@@ -37,6 +37,13 @@ looks only at the messages it is sent, so every context decision has a visible c
   not in view. When no request or summary intent is visible, it takes the goal and the steps done
   from the latest visible todo list or progress file; with the progress file on and nothing in
   view, it reads the file before saying it has lost track.
+* **It uses skills and memory when deepagents shows them** (notebook 13). When the system
+  prompt's skills section lists a skill whose description shares an acronym (``QBR``) with the
+  user's request, it reads that ``SKILL.md`` with ``read_file`` before its first step, and drafts
+  the report in the format it finds there (title and required ``## `` headings) — only while the
+  read result is in its context. It applies the preferences it can see in ``<agent_memory>``
+  (a TL;DR line, a Sources line) and nowhere else; when the user states one ("From now on, …"),
+  it adds it to the memory file shown there with ``edit_file`` and says so.
 * **It compacts by hand only when told how** (notebook 11). With a ``compact_conversation`` tool
   bound, ``compact_when`` sets a fixed policy: ``"never"`` (the default: it ignores the tool);
   ``"boundary"``: when the latest message is a user request naming a scenario task and the
@@ -78,7 +85,7 @@ from labkit import prompts
 from labkit import scenario as sc
 from labkit.tokens import DEFAULT_ENCODING, TOKENS_PER_MESSAGE, TokenCounter, message_text
 
-__all__ = ["Call", "InvalidHistoryError", "LabModel", "get_model"]
+__all__ = ["Call", "InvalidHistoryError", "LabModel", "get_model", "prompt_sections"]
 
 PROVIDER = "labkit"
 MODEL_NAME = "lab-model"
@@ -379,7 +386,10 @@ class LabModel(BaseChatModel):
             names = [n for n in names if n == tool_choice]
             tools = [t for t in tools if t["function"]["name"] in names]
         task = _active_task(view) or _anchored_task(view)
-        if task is not None and _wants_compaction(self.compact_when, view, names):
+        noted = self._skills_and_memory(task, view, names)  # notebook 13
+        if noted is not None:
+            message = noted
+        elif task is not None and _wants_compaction(self.compact_when, view, names):
             message = AIMessage("", tool_calls=[self._tool_call(COMPACT_TOOL, {})])
         elif task is None:
             recall = _recall_call(view, names)
@@ -469,6 +479,31 @@ class LabModel(BaseChatModel):
             detail = " — my summary says the figure was reported, but not its value"
         return AIMessage(prompts.NEEDLE_NOT_FOUND.format(detail=detail))
 
+    def _skills_and_memory(self, task: sc.Task | None, view: _View, names: list[str]
+                           ) -> AIMessage | None:
+        """Record a preference the user just stated, or read a skill that fits the request."""
+        said = _stated_preference(view)
+        memory = _memory_sources(view)
+        if said and memory:
+            i, rule = said
+            path, content = next(iter(memory.items()))
+            after = {m.tool_call_id for m in view.messages[i + 1:] if isinstance(m, ToolMessage)}
+            edits = [r for cid, (c, r) in view.answered.items() if cid in after
+                     and c["name"] == "edit_file" and c["args"].get("file_path") == path]
+            if edits:
+                return AIMessage(_MEMORY_SAVED.format(rule=rule, path=path, result=edits[-1]))
+            if rule in content:
+                return AIMessage(_MEMORY_HAD.format(rule=rule, path=path))
+            if "edit_file" in names:
+                last = [line for line in content.splitlines() if line.strip()][-1]
+                return AIMessage("", tool_calls=[self._tool_call("edit_file", {
+                    "file_path": path, "old_string": last, "new_string": f"{last}\n- {rule}"})])
+        path = _skill_to_read(task, view, names)
+        if path:
+            return AIMessage("", tool_calls=[self._tool_call(
+                "read_file", {"file_path": path, "limit": 1000})])
+        return None
+
     def _outside(self, view: _View, tools: list[dict]) -> AIMessage:
         """No scenario task is visible: goal lost, a literal tool call, or the plain intro."""
         lab_context = any(s.evidence in view.text for t in sc.tasks() for s in t.steps) or \
@@ -544,7 +579,7 @@ def summarize(text: str, keep_figures: bool = False) -> str:
 def _draft(task: sc.Task, step: sc.Step, view: _View) -> str:
     """The file a write step produces, built from what is visible."""
     if task.key == "report":
-        return _draft_report(view.text)
+        return _with_preferences(_skill_report(view) or _draft_report(view.text), view)
     if task.key == "risks":
         return _draft_risks(view.text)
     ticker = step.args["file_path"].rsplit("/", 1)[-1].removesuffix(".md")
@@ -795,6 +830,126 @@ def _recall_call(view: _View, names: list[str]) -> tuple | None:
     if _progress_on(view) and "read_file" in names and not _read_progress(view):
         return "read_file", {"file_path": PROGRESS_PATH}
     return None
+
+
+# -- skills and memory: what deepagents adds to the system prompt (notebook 13) ----------------
+
+_SECTIONS = {"skills": "## Skills System", "memory": "<agent_memory>",
+             "memory guidelines": "<memory_guidelines>"}
+_SKILL_LISTED = re.compile(r"^- \*\*(?P<name>[a-z0-9-]+)\*\*: (?P<description>[^\n]*)\n"
+                           r"(?:  -> Allowed tools: [^\n]*\n)?  -> Read `(?P<path>[^`]+)`", re.M)
+_ACRONYM = re.compile(r"\b[A-Z]{2,}\b")
+_PREFERENCES = {"tldr": re.compile(r"start every report with a one-line TL;DR", re.I),
+                "sources": re.compile(r"end reports with a 'Sources' line", re.I)}
+_MEMORY_SAVED = ("Noted. I added \"- {rule}\" to my memory file {path} (edit_file answered: "
+                 "{result})")
+_MEMORY_HAD = "That preference is already in my memory file {path}: \"- {rule}\""
+
+
+def prompt_sections(messages: Sequence[BaseMessage]) -> dict[str, str]:
+    """The system prompt of a request, split where deepagents' middleware appended to it:
+    ``prompt`` (the authored part), ``skills`` (SkillsMiddleware's section), ``memory``
+    (MemoryMiddleware's ``<agent_memory>`` block) and ``memory guidelines``. Missing parts are
+    empty strings; no system message gives all empty."""
+    system = next((m for m in messages if m.type == "system"), None)
+    text = _plain(system) if system is not None else ""
+    starts = sorted((text.find(marker), name) for name, marker in _SECTIONS.items()
+                    if marker in text)
+    out = dict.fromkeys(["prompt", *_SECTIONS], "")
+    out["prompt"] = text[: starts[0][0]].strip() if starts else text.strip()
+    for (start, name), (end, _) in zip(starts, [*starts[1:], (len(text), "")]):
+        out[name] = text[start:end].strip()
+    return out
+
+
+def _memory_sources(view: _View) -> dict[str, str]:
+    """``path -> content`` of each memory file inside ``<agent_memory>`` (none if not loaded)."""
+    block = prompt_sections(view.messages)["memory"]
+    body = block.removeprefix("<agent_memory>").split("</agent_memory>")[0].strip()
+    parts = re.split(r"(?m)^(/\S+)\n\n", body)
+    return {path: content.strip() for path, content in zip(parts[1::2], parts[2::2])}
+
+
+def _stated_preference(view: _View) -> tuple[int, str] | None:
+    """(position, rule) if the latest user message states a lasting preference."""
+    for i in range(len(view.messages) - 1, -1, -1):
+        m = view.messages[i]
+        if isinstance(m, HumanMessage) and not m.additional_kwargs.get("lc_source"):
+            said = re.match(r"\s*from now on,\s*(.+?)\s*$", _plain(m), re.I | re.S)
+            if not said:
+                return None
+            rule = said.group(1)
+            return i, rule[0].upper() + rule[1:]
+    return None
+
+
+def _skill_to_read(task: sc.Task | None, view: _View, names: list[str]) -> str | None:
+    """The SKILL.md to read first: listed in the prompt, sharing an acronym with the request,
+    not yet read (its read_file result is not in view), with a step of the task still to do."""
+    if task is None or "read_file" not in names:
+        return None
+    if all(s.evidence in view.text for s in task.steps):
+        return None
+    asked = next((_plain(m) for m in reversed(view.messages)
+                  if m.type == "human" and task.marker in _plain(m)), "")
+    read = {c["args"].get("file_path") for c, _ in view.answered.values() if c["name"] == "read_file"}
+    for skill in _SKILL_LISTED.finditer(prompt_sections(view.messages)["skills"]):
+        shared = set(_ACRONYM.findall(skill["description"])) & set(_ACRONYM.findall(asked))
+        if shared and skill["path"] not in read:
+            return skill["path"]
+    return None
+
+
+def _skill_report(view: _View) -> str | None:
+    """The report in the format of a SKILL.md read into context: its title and ``## `` headings."""
+    for call, result in view.answered.values():
+        path = str(call["args"].get("file_path", ""))
+        if call["name"] != "read_file" or not path.endswith("/SKILL.md"):
+            continue
+        headings = re.findall(r"^\s*(?:\d+\s+)?- `(## [^`]+)`", result, re.M)
+        title = re.search(r"`(# [^`]+)`", result)
+        if headings:
+            return _draft_formatted(view.text, title.group(1) if title else None, headings)
+    return None
+
+
+def _draft_formatted(text: str, title: str | None, headings: list[str]) -> str:
+    week = sc._meta()["week"]
+    out = [(title or "# Competitor report — <week>").replace("<week>", week),
+           "_Built from the fictional labkit data set, in the format its skill asks for._", ""]
+    companies = sc.companies()
+    for heading in headings:
+        out.append(heading)
+        h = heading.lower()
+        if "summary" in h:
+            seen = sum(f"Market data export — {c['name']} ({c['ticker']})" in text for c in companies)
+            out.append(f"- {seen} of {len(companies)} competitors' market data reviewed this week.")
+        elif "scorecard" in h or "competitor" in h:
+            for c in companies:
+                seen = f"Market data export — {c['name']} ({c['ticker']})" in text
+                out.append(f"- {c['name']} ({c['ticker']}): market data "
+                           f"{'reviewed' if seen else 'not reviewed'}; news: "
+                           f"{_headline(c['name'], text) or 'see the research notes'}")
+        elif "risk" in h:
+            out.extend(_draft_risks(text).splitlines()[2:])
+        else:
+            out.append("- (nothing in my context for this section)")
+        out.append("")
+    return "\n".join(out)
+
+
+def _with_preferences(draft: str, view: _View) -> str:
+    """The draft with each preference visible in ``<agent_memory>`` applied."""
+    memory = "\n".join(_memory_sources(view).values())
+    lines = draft.rstrip("\n").split("\n")
+    if _PREFERENCES["tldr"].search(memory):
+        seen = sum(f"Market data export — {c['name']}" in view.text for c in sc.companies())
+        lines.insert(1, f"TL;DR: {seen} of {len(sc.companies())} competitors researched this "
+                        "week; the details follow.")
+    if _PREFERENCES["sources"].search(memory):
+        lines += ["", "Sources: each competitor's market-data export and news digest "
+                      "(fictional labkit data)."]
+    return "\n".join(lines) + "\n"
 
 
 # -- choosing a model ---------------------------------------------------------------------------
