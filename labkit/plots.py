@@ -7,14 +7,14 @@ globally. Tests and notebooks assert on ``fig.data`` — never on the rendered o
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from itertools import accumulate
 
 import plotly.graph_objects as go
 
 from labkit.trace import KINDS, CallRecord
 
-__all__ = ["composition", "cost_curve", "token_rulers", "tokens_per_turn"]
+__all__ = ["composition", "context_tokens", "cost_curve", "token_rulers", "tokens_per_turn"]
 
 _COLORS = {"system": "#636EFA", "tools": "#AB63FA", "human": "#00CC96", "ai": "#FFA15A",
            "tool": "#EF553B", "summary": "#19D3F3"}
@@ -132,4 +132,42 @@ def token_rulers(rows, title: str = "Tokens per tool result: real BPE vs the cha
                         marker_color=color, legendgroup=key, showlegend=col == 1, row=1, col=col)
     fig.update_layout(title=title, template="plotly_white", height=420, yaxis_title="tokens",
                       legend={"orientation": "h", "y": -0.15})
+    return fig
+
+
+def context_tokens(runs: Mapping[str, Mapping[str, Sequence[int]]],
+                   title: str = "Tokens per context: the largest request, and the run's input") -> go.Figure:
+    """Two panels for isolation (notebook 12): the largest request of every context, and each
+    run's input tokens stacked by context.
+
+    ``runs`` maps a run's name to its contexts, each a label and the input tokens of that
+    context's model calls — ``[r.seen for r in records]`` for a Recorder, or
+    ``[c.input_tokens for c in calls]`` for a model's log. The first context of a run is drawn
+    darker: it is the parent (or the only agent).
+    """
+    from plotly.subplots import make_subplots
+
+    if not isinstance(runs, Mapping) or not runs:
+        raise ValueError("context_tokens needs {run name: {context label: [tokens per call]}}")
+    for run, contexts in runs.items():
+        if not isinstance(contexts, Mapping) or not contexts or not all(
+                isinstance(v, Sequence) and v and all(isinstance(n, int) for n in v)
+                for v in contexts.values()):
+            raise ValueError(f"run {run!r}: give each context a non-empty list of token counts")
+    fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.1,
+                        subplot_titles=("Largest request, per context", "Input tokens over the run"))
+    palette = ["#EF553B", "#636EFA", "#00CC96", "#AB63FA", "#FFA15A"]
+    for k, (run, contexts) in enumerate(runs.items()):
+        color = palette[k % len(palette)]
+        names = list(contexts)
+        fig.add_bar(x=[f"{run}: {c}" for c in names], y=[max(contexts[c]) for c in names],
+                    name=run, marker_color=color, legendgroup=run, row=1, col=1,
+                    marker_opacity=[1.0] + [0.55] * (len(names) - 1))
+        for i, c in enumerate(names):
+            fig.add_bar(x=[run], y=[sum(contexts[c])], name=f"{run}: {c}", legendgroup=run,
+                        showlegend=False, marker_color=color, marker_opacity=1.0 if i == 0 else 0.55,
+                        marker_line={"color": "white", "width": 1}, hovertext=c, row=1, col=2)
+    fig.update_layout(title=title, template="plotly_white", barmode="stack", height=440,
+                      legend={"orientation": "h", "y": -0.3}, margin={"l": 60, "r": 20, "t": 70, "b": 60})
+    fig.update_yaxes(title_text="tokens", row=1, col=1)
     return fig
