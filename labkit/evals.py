@@ -2,6 +2,9 @@
 
 Notebook 14 introduces them (goal anchors under forced compaction); notebook 15 builds on them.
 
+* :func:`forced_compaction` — the running example under deepagents with frequent forced
+  compaction (its own ``SummarizationMiddleware``, built by hand: every ``trigger`` messages,
+  keep ``keep``, the constructor's other defaults), with or without a goal anchor.
 * :func:`reminded` — the user turns, with a user who answers "what should I work on?" by sending
   the same request again (at most ``times`` per turn). A goal lost then costs what it costs in
   real life: the user repeats themselves, and the agent redoes whatever it can no longer see.
@@ -20,11 +23,13 @@ from collections.abc import Iterable, Iterator
 
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
-from labkit.model import PROGRESS_PATH, TODO_TOOL
+from labkit.model import PROGRESS_PATH, PROGRESS_PROMPT, TODO_TOOL
 from labkit.prompts import GOAL_LOST
 from labkit.tokens import TokenCounter
 
-__all__ = ["anchor_calls", "drift", "reminded"]
+__all__ = ["ANCHORS", "anchor_calls", "drift", "forced_compaction", "reminded"]
+
+ANCHORS = ("none", "todo", "progress")
 
 
 def reminded(turns: Iterable[str], model, times: int = 2) -> Iterator[str]:
@@ -46,6 +51,37 @@ def reminded(turns: Iterable[str], model, times: int = 2) -> Iterator[str]:
             if last is None or last.response is None or last.response.text != GOAL_LOST:
                 break
             yield text
+
+
+def forced_compaction(anchor: str = "none", *, trigger: int = 8, keep: int = 4, reminders: int = 2,
+                      model=None):
+    """Run the scenario under ``create_deep_agent`` with deepagents' ``SummarizationMiddleware``
+    firing every ``trigger`` messages and keeping ``keep``, the user re-sending a turn when the
+    goal is lost (:func:`reminded`). ``anchor``: ``"none"``, ``"todo"`` (langchain's
+    ``TodoListMiddleware``) or ``"progress"`` (``model.PROGRESS_PROMPT`` as the system prompt).
+
+    The middleware keeps its constructor's default ``trim_tokens_to_summarize`` (4,000): the
+    summarizer reads only the last 4,000 tokens of what it folds, from a human message on, so a
+    folded export leaves the summary without the request. (``create_summarization_middleware``,
+    the factory ``create_deep_agent`` uses, sets it to ``None``.)
+    """
+    from deepagents.backends import StateBackend
+    from deepagents.middleware.summarization import SummarizationMiddleware
+    from langchain.agents.middleware import TodoListMiddleware
+
+    from labkit import scenario
+    from labkit.model import LabModel
+
+    if anchor not in ANCHORS:
+        raise ValueError(f"anchor must be one of {ANCHORS}, not {anchor!r}")
+    model = LabModel(window=1_000_000) if model is None else model
+    middleware = [SummarizationMiddleware(model, backend=StateBackend(), trigger=("messages", trigger),
+                                          keep=("messages", keep))]
+    kwargs = {"system_prompt": PROGRESS_PROMPT} if anchor == "progress" else {}
+    if anchor == "todo":
+        middleware.insert(0, TodoListMiddleware())
+    return scenario.run(model, middleware=middleware, harness="deep",
+                        turns=reminded(scenario.TURNS, model, reminders), **kwargs)
 
 
 def anchor_calls(messages: Iterable[BaseMessage]) -> list[dict]:

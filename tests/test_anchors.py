@@ -10,9 +10,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from deepagents.backends import StateBackend
 from deepagents.middleware.filesystem import FilesystemMiddleware
-from deepagents.middleware.summarization import SummarizationMiddleware
 from langchain.agents.middleware import TodoListMiddleware
 from langchain.agents.middleware.todo import WRITE_TODOS_TOOL_DESCRIPTION
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
@@ -196,22 +194,22 @@ def test_the_lab_summary_keeps_what_the_progress_file_quotes():
 # -- the real middleware, and the runs ----------------------------------------------------------
 
 
-def forced(model: LabModel, keep: int = 4) -> SummarizationMiddleware:
-    """deepagents' own middleware, built by hand: every 8 messages, keep 4, and its constructor's
-    default trim_tokens_to_summarize (4,000), which leaves a big export out of the summary."""
-    return SummarizationMiddleware(model, backend=StateBackend(), trigger=("messages", 8),
-                                   keep=("messages", keep))
-
-
 def drifting(anchor: str, keep: int = 4, reminders: int = 2) -> scenario.Run:
+    return evals.forced_compaction(anchor, keep=keep, reminders=reminders)
+
+
+def test_forced_compaction_is_deepagents_middleware_with_its_constructors_trim():
     model = LabModel(window=1_000_000)
-    middleware, kwargs = [forced(model, keep)], {}
-    if anchor == "todo":
-        middleware.insert(0, TodoListMiddleware())
-    elif anchor == "progress":
-        kwargs["system_prompt"] = PROGRESS_PROMPT
-    turns = evals.reminded(scenario.TURNS, model, reminders)
-    return scenario.run(model, middleware=middleware, harness="deep", turns=turns, **kwargs)
+    evals.forced_compaction("none", reminders=0, model=model)
+    summary = next(c for c in model.calls if c.kind == "agent" and
+                   c.messages[1].text.startswith("You are in the middle of a conversation"))
+    assert "Previous conversation was too long to summarize." in summary.messages[1].text
+    assert summary.response.text == prompts.GOAL_LOST
+
+
+def test_forced_compaction_refuses_an_unknown_anchor():
+    with pytest.raises(ValueError, match="anchor must be one of"):
+        evals.forced_compaction("notes")
 
 
 @pytest.fixture(scope="module")
