@@ -483,8 +483,8 @@ class LabModel(BaseChatModel):
                            ) -> AIMessage | None:
         """Record a preference the user just stated, or read a skill that fits the request."""
         said = _stated_preference(view)
-        memory = _memory_sources(view)
-        if said and memory:
+        memory = _memory_sources(view) if said else {}
+        if memory:
             i, rule = said
             path, content = next(iter(memory.items()))
             after = {m.tool_call_id for m in view.messages[i + 1:] if isinstance(m, ToolMessage)}
@@ -888,12 +888,13 @@ def _skill_to_read(task: sc.Task | None, view: _View, names: list[str]) -> str |
     not yet read (its read_file result is not in view), with a step of the task still to do."""
     if task is None or "read_file" not in names:
         return None
-    if all(s.evidence in view.text for s in task.steps):
+    listed = list(_SKILL_LISTED.finditer(prompt_sections(view.messages)["skills"]))
+    if not listed or all(s.evidence in view.text for s in task.steps):
         return None
     asked = next((_plain(m) for m in reversed(view.messages)
                   if m.type == "human" and task.marker in _plain(m)), "")
     read = {c["args"].get("file_path") for c, _ in view.answered.values() if c["name"] == "read_file"}
-    for skill in _SKILL_LISTED.finditer(prompt_sections(view.messages)["skills"]):
+    for skill in listed:
         shared = set(_ACRONYM.findall(skill["description"])) & set(_ACRONYM.findall(asked))
         if shared and skill["path"] not in read:
             return skill["path"]
