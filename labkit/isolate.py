@@ -291,7 +291,8 @@ class IsolateMiddleware(AgentMiddleware):
 
     ``model`` runs every child whose spec names none. With ``file_tools`` (the default) each child
     gets deepagents' file tools on ``backend`` (``StateBackend`` if None), eviction off as in
-    ``scenario.run``; ``child_middleware`` is added to every child (an offloader, say).
+    ``scenario.run``; ``child_middleware`` is added to every child (an offloader, say) — the same
+    instances in every child, and children run in parallel, so they must keep no per-run state.
 
     Example:
         >>> from labkit import LabModel, scenario
@@ -349,7 +350,8 @@ class IsolateMiddleware(AgentMiddleware):
         stack = [FilesystemMiddleware(backend=self.backend, tool_token_limit_before_evict=None,
                                       human_message_token_limit_before_evict=None)] \
             if self.file_tools else []
-        return create_agent(spec.model or self.model, tools=list(spec.tools),
+        model = self.model if spec.model is None else spec.model
+        return create_agent(model, tools=list(spec.tools),
                             system_prompt=spec.system_prompt or None, name=spec.name,
                             middleware=[*stack, *self.child_middleware, recorder])
 
