@@ -772,7 +772,7 @@ def _latest_progress(view: _View) -> str | None:
 
 
 def _read_progress(view: _View) -> bool:
-    """Has the model read the progress file since its context was last cut?"""
+    """Is a read of the progress file still in view? (Then it is not read again.)"""
     return any(c["name"] == "read_file" and c["args"].get("file_path") == PROGRESS_PATH
                for c, _ in view.answered.values())
 
