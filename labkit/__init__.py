@@ -12,6 +12,8 @@ One module per idea, each introduced by a notebook:
 - ``widgets``  ipywidgets panels of knobs that re-run the lab and redraw (04, 07)
 - ``summarize`` summarization: non-destructive compaction with an archive (07–11)
 - ``replay``   re-simulate a recorded run under new knobs, no agent loop (07, 09)
+- ``isolate``  subagents behind a task() tool, parent and child contexts accounted apart (12)
+- ``evals``    targeted evals: forced compaction, goal retention, repeated work (14, 15)
 - ``exercises`` the notebooks' exercises and their checkers
 
 Nothing happens at import: no global settings, seeds or downloads.
