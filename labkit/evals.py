@@ -1,6 +1,6 @@
-"""Targeted evals: goal retention and repeated work, read off finished scenario runs.
+"""Targeted evals: goal retention, needle recovery and repeated work, read off finished runs.
 
-Notebook 14 introduces them (goal anchors under forced compaction); notebook 15 builds on them.
+Notebook 14 introduces them (goal anchors under forced compaction); notebook 15 builds the grid.
 
 * :func:`forced_compaction` — the running example under deepagents with frequent forced
   compaction (its own ``SummarizationMiddleware``, built by hand: every ``trigger`` messages,
@@ -13,23 +13,43 @@ Notebook 14 introduces them (goal anchors under forced compaction); notebook 15 
 * :func:`drift` — one row for a table: goal losses, steps repeated, goal completed, needle,
   model calls, tokens sent, anchor calls and the tokens of the anchor's own messages.
 
+Notebook 15 — the eval grid:
+
+* :class:`Setting` — one configuration: labkit's middleware (offload first, then summarize) or
+  deepagents' own stack, the harness, the window, trigger and keep, with or without offloading
+  and an archive.
+* :func:`trial` — run the scenario under one setting on a fresh ``LabModel``: ``(run, model)``.
+* :func:`compactions` — ``(call, cut)`` for each call that first saw a new summary, read from the
+  Recorder's records, so it counts labkit's and deepagents' compactions alike.
+* :func:`needle_source` — where the needle's answer came from, read from ``run.messages``:
+  ``"context"`` (no read was needed), a grep or read of the ``"archive"`` or of an
+  ``"offload file"`` (or ``"other file"``), else ``"lost"`` — or ``"not asked"``.
+* :func:`row` and :func:`grid` — one table row per setting: compactions, goal kept, needle and
+  where it came from, steps repeated, calls, and tokens sent, summary calls included.
+
 What it leaves out: judging a real model's wording. A goal loss is the lab model's fixed reply
-(``prompts.GOAL_LOST``), as in ``scenario.score``; a real model says it in its own words.
+(``prompts.GOAL_LOST``), as in ``scenario.score``; a real model says it in its own words. The grid
+runs on ``LabModel`` only: its call log is where the summary calls' tokens are read.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
 
-from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
 from labkit.model import PROGRESS_PATH, PROGRESS_PROMPT, TODO_TOOL
 from labkit.prompts import GOAL_LOST
 from labkit.tokens import TokenCounter
 
-__all__ = ["ANCHORS", "anchor_calls", "drift", "forced_compaction", "reminded"]
+__all__ = ["ANCHORS", "MIDDLEWARE", "NEEDLE_SOURCES", "Setting", "anchor_calls", "compactions", "drift",
+           "forced_compaction", "grid", "needle_source", "reminded", "row", "trial"]
 
 ANCHORS = ("none", "todo", "progress")
+MIDDLEWARE = ("labkit", "deepagents")
+NEEDLE_SOURCES = ("context", "archive", "offload file", "other file", "lost", "not asked")
+_FOLDERS = {"/conversation_history/": "archive", "/large_tool_results/": "offload file"}
 
 
 def reminded(turns: Iterable[str], model, times: int = 2) -> Iterator[str]:
@@ -111,3 +131,186 @@ def drift(run, counter: TokenCounter | None = None) -> dict:
             "goal completed": score.goal_completed, "needle": score.needle_correct,
             "model calls": len(run.records), "tokens sent": sum(r.seen for r in run.records),
             "anchor calls": len(calls), "anchor tokens": sum(counter.message(m) for m in own)}
+
+
+# -- notebook 15: the eval grid ------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One configuration of the eval grid.
+
+    ``middleware="labkit"``: ``OffloadMiddleware`` (if ``offload``), then ``SummarizeMiddleware``
+    (if ``summarize``) — offload first — under ``create_agent`` (``harness="agent"``, its default)
+    or ``create_deep_agent`` (``"deep"``: labkit's summarizer takes the place of deepagents' by
+    name). ``middleware="deepagents"``: ``create_deep_agent``'s own stack, untouched unless a knob
+    is set; then its ``SummarizationMiddleware`` is built as its factory builds it, with the knobs.
+    ``offload=False`` switches deepagents' tool-result eviction off, on either harness.
+
+    ``trigger``/``keep``: ``None`` for the middleware's defaults (85% / 10% of the window with a
+    profile). ``archive=False``: the summarizer's backend refuses every write, so no summary points
+    to an archive. ``trim``: deepagents' ``trim_tokens_to_summarize`` (``None``, as its factory
+    sets it; the constructor's default is 4,000). ``reminders``: how many times the user re-sends a
+    turn after the agent lost track (:func:`reminded`).
+    """
+
+    name: str
+    middleware: str = "labkit"
+    harness: str | None = None
+    window: int = 128_000
+    trigger: tuple | None = None
+    keep: tuple | None = None
+    offload: bool = True
+    summarize: bool = True
+    archive: bool = True
+    trim: int | None = None
+    reminders: int = 2
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not self.name:
+            raise ValueError(f"a setting needs a name, got {self.name!r}")
+        if self.middleware not in MIDDLEWARE:
+            raise ValueError(f"{self.name}: middleware must be one of {MIDDLEWARE}, not {self.middleware!r}")
+        harness = self.harness or ("agent" if self.middleware == "labkit" else "deep")
+        if harness not in ("agent", "deep"):
+            raise ValueError(f"{self.name}: harness must be 'agent' or 'deep', not {harness!r}")
+        object.__setattr__(self, "harness", harness)
+        if self.middleware == "deepagents" and (harness != "deep" or not self.summarize):
+            raise ValueError(f"{self.name}: deepagents' middleware runs on harness='deep' and always "
+                             "summarizes (its SummarizationMiddleware is part of the default stack)")
+        if self.trim is not None and self.middleware != "deepagents":
+            raise ValueError(f"{self.name}: trim is deepagents' trim_tokens_to_summarize; labkit's "
+                             "summarizer always reads everything it folds")
+        if isinstance(self.window, bool) or not isinstance(self.window, int) or self.window <= 0:
+            raise ValueError(f"{self.name}: window must be a whole number of tokens > 0, got {self.window!r}")
+        if not self.summarize and (self.trigger, self.keep) != (None, None):
+            raise ValueError(f"{self.name}: trigger and keep need summarize=True")
+
+
+def _no_archive():
+    """A state backend whose writes fail: the summarizer cannot archive (``archive=False``)."""
+    from deepagents.backends import StateBackend
+
+    class NoArchive(StateBackend):
+        def write(self, file_path, content):
+            raise PermissionError(f"{file_path}: this eval runs without an archive")
+
+        def edit(self, file_path, *args, **kwargs):
+            raise PermissionError(f"{file_path}: this eval runs without an archive")
+
+    return NoArchive()
+
+
+def _middleware(setting: Setting, model) -> list:
+    """The middleware list ``scenario.run`` gets for ``setting``."""
+    from deepagents.backends import StateBackend
+    from deepagents.middleware.filesystem import FilesystemMiddleware
+
+    stack = []
+    if not setting.offload and setting.harness == "deep":
+        stack.append(FilesystemMiddleware(tool_token_limit_before_evict=None))  # replaces it by name
+    if setting.middleware == "labkit":
+        from labkit.offload import OffloadMiddleware
+        from labkit.summarize import SummarizeMiddleware
+
+        if setting.offload:
+            stack.append(OffloadMiddleware())
+        if setting.summarize:
+            backend = None if setting.archive else _no_archive()
+            stack.append(SummarizeMiddleware(model, trigger=setting.trigger, keep=setting.keep, backend=backend))
+        return stack
+    if (setting.trigger, setting.keep, setting.trim, setting.archive) != (None, None, None, True):
+        from deepagents.middleware.summarization import SummarizationMiddleware, compute_summarization_defaults
+
+        defaults = compute_summarization_defaults(model)
+        stack.append(SummarizationMiddleware(
+            model, backend=StateBackend() if setting.archive else _no_archive(),
+            trigger=setting.trigger or defaults["trigger"], keep=setting.keep or defaults["keep"],
+            trim_tokens_to_summarize=setting.trim, truncate_args_settings=defaults["truncate_args_settings"]))
+    return stack
+
+
+def trial(setting: Setting):
+    """Run the scenario under ``setting`` on a fresh ``LabModel(window=setting.window)``, the user
+    reminding it ``setting.reminders`` times when it loses track. Returns ``(run, model)``."""
+    from labkit import scenario
+    from labkit.model import LabModel
+
+    if not isinstance(setting, Setting):
+        raise TypeError(f"trial takes an evals.Setting, not {type(setting).__name__}")
+    model = LabModel(window=setting.window)
+    run = scenario.run(model, middleware=_middleware(setting, model), harness=setting.harness,
+                       turns=reminded(scenario.TURNS, model, setting.reminders))
+    return run, model
+
+
+def compactions(run) -> list[tuple[int, int]]:
+    """``(call, cut)`` for each model call that first saw a new summary: the cut is the number of
+    stored messages the summary stands for (stored minus kept, the summary itself not counted).
+    Read from the Recorder's records, so it works for labkit's and deepagents' middleware."""
+    out: list[tuple[int, int]] = []
+    for r in run.records:
+        cut = r.messages_stored - (r.messages_seen - 1)
+        if r.by_kind["summary"] and not r.error and (not out or out[-1][1] != cut):
+            out.append((r.index, cut))
+    return out
+
+
+def _text(message: BaseMessage) -> str:
+    return message.content if isinstance(message.content, str) else message.text
+
+
+def needle_source(run) -> str:
+    """Where the run's answer to the needle question came from (one of ``NEEDLE_SOURCES``).
+
+    Read from ``run.messages`` after the question: the first tool result holding the needle's
+    exact line names the file by its path (``/conversation_history/`` is the archive,
+    ``/large_tool_results/`` an offload file); a right answer with no such result came from the
+    context itself (the export, or a summary that kept the figure).
+    """
+    from labkit.scenario import NEEDLE_QUESTION, needle
+
+    messages = list(run.messages)
+    asked = next((i for i, m in enumerate(messages)
+                  if isinstance(m, HumanMessage) and _text(m) == NEEDLE_QUESTION), None)
+    if asked is None:
+        return "not asked"
+    if not run.score.needle_correct:
+        return "lost"
+    the_needle, after = needle(), messages[asked:]
+    calls = {tc["id"]: tc for m in after if isinstance(m, AIMessage) for tc in m.tool_calls}
+    for m in after:
+        if isinstance(m, ToolMessage) and m.tool_call_id in calls and the_needle.find(_text(m)):
+            args = calls[m.tool_call_id]["args"]
+            path = str(args.get("path") or args.get("file_path") or "")
+            return next((kind for folder, kind in _FOLDERS.items() if path.startswith(folder)), "other file")
+    return "context"
+
+
+def row(setting: Setting, run, model) -> dict:
+    """One grid row for a finished trial (see the module docstring).
+
+    ``tokens sent`` is every input token the model received: the agent's calls (as the Recorder
+    measured them; a refused call costs nothing) plus the summary calls (the lab model's own log).
+    :func:`drift`'s ``tokens sent`` is the agent's part only.
+    """
+    score = run.score
+    agent = [r for r in run.records if r.error is None]
+    summaries = [c for c in model.calls if c.kind == "summary" and c.error is None]
+    agent_tokens, summary_tokens = sum(r.seen for r in agent), sum(c.input_tokens for c in summaries)
+    return {"setting": setting.name, "compactions": len(compactions(run)),
+            "goal completed": score.goal_completed, "goal losses": score.goal_lost,
+            "needle": score.needle_correct, "needle from": needle_source(run),
+            "steps repeated": score.steps_repeated, "agent calls": len(agent),
+            "summary calls": len(summaries), "peak request": max((r.seen for r in agent), default=0),
+            "summary tokens": summary_tokens, "tokens sent": agent_tokens + summary_tokens}
+
+
+def grid(settings: Sequence[Setting]) -> list[dict]:
+    """Run every setting (:func:`trial`) and return one :func:`row` each, in order."""
+    settings = list(settings)
+    names = [s.name for s in settings if isinstance(s, Setting)]
+    if len(set(names)) != len(names):
+        raise ValueError(f"each setting needs its own name; repeated: "
+                         f"{sorted({n for n in names if names.count(n) > 1})}")
+    return [row(s, *trial(s)) for s in settings]

@@ -1,0 +1,222 @@
+"""labkit.evals' eval grid (notebook 15): settings, the middleware they build, compactions read
+from records, where the needle came from, and one row per trial.
+
+Unit tests hand-build histories; the end-to-end tests run the scenario under a few settings of
+the grid (a third of a second each) and check what notebook 15 teaches: aggressive triggering
+makes compaction happen, an archive or an offload file brings the needle back, deepagents'
+constructor trim loses the goal, and labkit's recommended setting sends fewer tokens than
+deepagents' defaults and the naive run. (tests/test_anchors.py covers notebook 14's evals.)
+"""
+
+from __future__ import annotations
+
+import pytest
+from deepagents.middleware.filesystem import FilesystemMiddleware
+from deepagents.middleware.summarization import SummarizationMiddleware
+from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+
+from labkit import LabModel, evals, scenario
+from labkit.evals import Setting
+from labkit.offload import OffloadMiddleware
+from labkit.summarize import SummarizeMiddleware, events_of
+from labkit.trace import KINDS, CallRecord
+
+NEEDLE = scenario.needle()
+KPI_LINE = f"kpi,{NEEDLE.ticker},{NEEDLE.kpi},{NEEDLE.answer}"
+AGGRESSIVE = {"trigger": ("fraction", 0.10), "keep": ("fraction", 0.05)}
+
+
+# -- Setting -------------------------------------------------------------------------------------
+
+
+def test_a_setting_takes_its_harness_from_its_middleware():
+    assert Setting("a").harness == "agent"
+    assert Setting("d", middleware="deepagents").harness == "deep"
+    assert Setting("a in deep", harness="deep").harness == "deep"
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"name": ""}, "needs a name"),
+    ({"middleware": "langchain"}, "middleware must be one of"),
+    ({"harness": "graph"}, "harness must be"),
+    ({"middleware": "deepagents", "harness": "agent"}, "harness='deep'"),
+    ({"middleware": "deepagents", "summarize": False}, "always summarizes"),
+    ({"trim": 4000}, "trim is deepagents'"),
+    ({"window": 0}, "window must be"),
+    ({"window": True}, "window must be"),
+    ({"summarize": False, "trigger": ("fraction", 0.5)}, "need summarize=True"),
+])
+def test_a_bad_setting_is_refused_naming_the_knob(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        Setting(**{"name": "x", **kwargs})
+
+
+def test_trial_takes_a_setting():
+    with pytest.raises(TypeError, match="evals.Setting"):
+        evals.trial({"name": "x"})
+
+
+# -- the middleware each setting builds -----------------------------------------------------------
+
+
+def _stack(setting):
+    return evals._middleware(setting, LabModel(window=setting.window))
+
+
+def test_labkit_offloads_first_then_summarizes_with_the_knobs():
+    offload, summarize = _stack(Setting("x", **AGGRESSIVE))
+    assert isinstance(offload, OffloadMiddleware) and isinstance(summarize, SummarizeMiddleware)
+    assert (summarize.trigger, summarize.keep) == (AGGRESSIVE["trigger"], AGGRESSIVE["keep"])
+    assert [type(m) for m in _stack(Setting("n", offload=False, summarize=False))] == []
+
+
+def test_no_offload_in_create_deep_agent_switches_deepagents_eviction_off():
+    fs, summarize = _stack(Setting("x", harness="deep", offload=False))
+    assert isinstance(fs, FilesystemMiddleware) and fs.name == "FilesystemMiddleware"
+    assert fs._tool_token_limit_before_evict is None and isinstance(summarize, SummarizeMiddleware)
+    (fs,) = _stack(Setting("d", middleware="deepagents", offload=False))
+    assert fs._tool_token_limit_before_evict is None
+
+
+def test_deepagents_defaults_leave_its_stack_alone_and_knobs_rebuild_its_summarizer():
+    assert _stack(Setting("d", middleware="deepagents")) == []
+    (summ,) = _stack(Setting("d", middleware="deepagents", trim=4000, **AGGRESSIVE))
+    assert isinstance(summ, SummarizationMiddleware) and summ.name == "SummarizationMiddleware"
+    helper = summ._lc_helper
+    assert helper.trim_tokens_to_summarize == 4000 and helper.keep == AGGRESSIVE["keep"]
+    assert helper.trigger == AGGRESSIVE["trigger"]
+
+
+@pytest.mark.parametrize("middleware", ["labkit", "deepagents"])
+def test_without_an_archive_the_summarizers_backend_refuses_writes(middleware):
+    summ = _stack(Setting("x", middleware=middleware, archive=False, offload=middleware == "deepagents"))[-1]
+    backend = summ.backend if middleware == "labkit" else summ._backend
+    with pytest.raises(PermissionError, match="without an archive"):
+        backend.write("/conversation_history/x.md", "text")
+
+
+# -- compactions and the needle's source, on hand-made data --------------------------------------
+
+
+def _record(index, stored, seen, summary=0, error=None):
+    by = dict.fromkeys(KINDS, 0)
+    by["summary"] = summary
+    return CallRecord(index=index, turn=0, stored=0, seen=summary, by_kind=by, messages_stored=stored,
+                      messages_seen=seen, error=error)
+
+
+def test_compactions_are_the_calls_that_first_see_a_new_cut():
+    records = [_record(0, 3, 3), _record(1, 9, 4, 50), _record(2, 11, 6, 50),  # cut 6, then still 6
+               _record(3, 13, 3, 60, error="overflow"), _record(4, 13, 4, 60)]  # refused, then cut 10
+    run = scenario.Run(messages=[], files={}, records=records)
+    assert evals.compactions(run) == [(1, 6), (4, 10)]
+
+
+def _call(name, args, call_id):
+    return AIMessage("", tool_calls=[{"name": name, "args": args, "id": call_id, "type": "tool_call"}])
+
+
+def _needle_run(*between, answer=f"It was {NEEDLE.answer}."):
+    messages = [HumanMessage(scenario.NEEDLE_QUESTION), *between, AIMessage(answer)]
+    return scenario.Run(messages=messages, files={})
+
+
+@pytest.mark.parametrize("path, source", [
+    ("/conversation_history/lab.md", "archive"),
+    ("/conversation_history/session_0a1b.md", "archive"),
+    ("/large_tool_results/call_7", "offload file"),
+    ("/research/BRLM.md", "other file"),
+])
+def test_the_needle_source_is_the_file_whose_result_held_the_line(path, source):
+    run = _needle_run(_call("grep", {"pattern": NEEDLE.kpi, "path": path}, "g1"),
+                      ToolMessage(f"{path}:\n  12: {KPI_LINE}", tool_call_id="g1"))
+    assert evals.needle_source(run) == source
+
+
+def test_a_read_that_missed_does_not_count_and_the_one_that_hit_does():
+    run = _needle_run(_call("grep", {"pattern": NEEDLE.kpi, "path": "/conversation_history/lab.md"}, "g1"),
+                      ToolMessage("No matches found", tool_call_id="g1"),
+                      _call("read_file", {"file_path": "/large_tool_results/c3"}, "r1"),
+                      ToolMessage(f"     40  {KPI_LINE}", tool_call_id="r1"))
+    assert evals.needle_source(run) == "offload file"
+
+
+def test_the_needle_from_context_lost_or_never_asked():
+    assert evals.needle_source(_needle_run()) == "context"
+    assert evals.needle_source(_needle_run(answer="I can't find it.")) == "lost"
+    assert evals.needle_source(scenario.Run(messages=[HumanMessage(scenario.REQUEST)], files={})) == "not asked"
+    assert set(evals.NEEDLE_SOURCES) >= {"context", "archive", "offload file", "other file", "lost", "not asked"}
+
+
+# -- trials, rows and the grid --------------------------------------------------------------------
+
+
+def test_grid_refuses_two_settings_with_one_name():
+    with pytest.raises(ValueError, match="repeated: \\['a'\\]"):
+        evals.grid([Setting("a"), Setting("a", offload=False)])
+
+
+@pytest.fixture(scope="module")
+def trials():
+    settings = [
+        Setting("naive", offload=False, summarize=False, window=1_000_000),
+        Setting("deepagents defaults", middleware="deepagents"),
+        Setting("recommended"),
+        Setting("recommended 10%", **AGGRESSIVE),
+        Setting("summarize 10%", offload=False, **AGGRESSIVE),
+        Setting("summarize 10%, no archive", offload=False, archive=False, **AGGRESSIVE),
+        Setting("deepagents 10%, trim 4,000", middleware="deepagents", trim=4000, **AGGRESSIVE),
+    ]
+    return {s.name: (s, *evals.trial(s)) for s in settings}
+
+
+def rows(trials):
+    return {name: evals.row(s, run, model) for name, (s, run, model) in trials.items()}
+
+
+def test_a_row_counts_the_summary_calls_tokens_in_tokens_sent(trials):
+    s, run, model = trials["summarize 10%"]
+    row = evals.row(s, run, model)
+    summaries = [c for c in model.calls if c.kind == "summary"]
+    assert row["summary calls"] == len(summaries) > 0
+    assert row["summary tokens"] == sum(c.input_tokens for c in summaries) > 0
+    assert row["tokens sent"] == sum(r.seen for r in run.records) + row["summary tokens"]
+    assert row["compactions"] == len(events_of(run.state))
+    assert [cut for _, cut in evals.compactions(run)] == [e.cut for e in events_of(run.state)]
+
+
+def test_a_normal_run_never_compacts_and_an_aggressive_trigger_does(trials):
+    r = rows(trials)
+    assert r["recommended"]["compactions"] == r["deepagents defaults"]["compactions"] == 0
+    assert r["recommended 10%"]["compactions"] >= 3 and r["summarize 10%"]["compactions"] >= 5
+
+
+def test_the_needle_comes_back_from_the_file_that_held_it(trials):
+    r = rows(trials)
+    assert r["naive"]["needle from"] == "context"
+    assert r["recommended"]["needle from"] == r["recommended 10%"]["needle from"] == "offload file"
+    assert r["summarize 10%"]["needle from"] == "archive"
+    assert r["summarize 10%, no archive"]["needle from"] == "lost" and not r["summarize 10%, no archive"]["needle"]
+
+
+def test_deepagents_constructor_trim_loses_the_goal_and_repeats_work(trials):
+    row = rows(trials)["deepagents 10%, trim 4,000"]
+    assert row["goal losses"] >= 1 and row["steps repeated"] >= 1 and not row["goal completed"]
+    others = [v for k, v in rows(trials).items() if "trim" not in k]
+    assert all(v["goal losses"] == 0 and v["goal completed"] for v in others)
+
+
+def test_the_recommended_setting_sends_fewer_tokens_than_deepagents_defaults_and_naive(trials):
+    """The DESIGN target, on the running example's 128k window: a fraction of the naive run's
+    tokens, at most deepagents' defaults, the needle and the goal kept."""
+    r = rows(trials)
+    rec, deep, naive = r["recommended"], r["deepagents defaults"], r["naive"]
+    assert rec["tokens sent"] <= deep["tokens sent"] and rec["tokens sent"] < naive["tokens sent"] / 2
+    assert rec["needle"] and rec["goal completed"] and rec["steps repeated"] == 0
+
+
+def test_grid_is_row_of_trial_in_order():
+    settings = [Setting("recommended"), Setting("no offload", offload=False, summarize=False, window=1_000_000)]
+    got = evals.grid(settings)
+    assert [g["setting"] for g in got] == ["recommended", "no offload"]
+    assert got[0] == evals.row(settings[0], *evals.trial(settings[0]))
