@@ -1,7 +1,8 @@
 # labkit — two commands for a fresh machine that has only Python >= 3.11 and make:
 #
 #   make lab     set everything up, then open JupyterLab on notebooks/
-#   make test    set everything up, then run the whole test suite (what CI runs)
+#   make test    set everything up, then run the whole test suite (what CI runs; under CI, as
+#                root, it also apt-get installs Debian's chromium for the browser test)
 #
 # Setup, done once and redone only when uv.lock or pyproject.toml changes:
 #   1. check that $(PYTHON) is Python >= 3.11;
@@ -38,7 +39,15 @@ lab: $(SYNCED)
 	fi; \
 	set -x; exec $(VENV)/bin/jupyter lab notebooks/ $$flags $(LAB_ARGS)
 
+# Under CI only (CI set, as root, on Debian/Ubuntu), install Debian's chromium first if it is
+# missing, so tests/test_browser.py really runs there (about 25 s). A learner's `make test` never
+# installs anything system-wide: without /usr/bin/chromium the browser test is skipped.
 test: $(SYNCED)
+	@if [ -n "$${CI:-}" ] && [ ! -e /usr/bin/chromium ] && [ "$$(id -u)" = 0 ] \
+	    && command -v apt-get >/dev/null 2>&1; then \
+	  echo "CI: installing Debian's chromium for the browser test (apt-get install chromium)"; \
+	  set -x; apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; \
+	fi
 	$(VENV)/bin/python -m pytest -n $(PYTEST_JOBS) --dist loadfile $(PYTEST_ARGS)
 
 setup: $(SYNCED)

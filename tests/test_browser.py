@@ -1,0 +1,273 @@
+"""The offload panel in a real browser: JupyterLab runs a notebook, a slider moves, the plot redraws.
+
+Everything else tests widgets in the kernel; this is the one check that the panel a learner sees
+works end to end — ipywidgets' comms, the slider's keyboard handling, the status line and the
+plotly figure redrawn through the Output widget. JupyterLab (from this environment) serves a temp
+folder on 127.0.0.1 with a token; Debian's ``/usr/bin/chromium``, driven by Playwright, opens a
+purpose-built one-cell notebook that shows ``labkit.widgets.offload_panel()``, runs it, presses
+End on the ``tool_limit`` slider (60,000 tokens: above every export, so nothing is evicted and the
+run overflows the window), then Home (2,000: every export evicted), and reads back the status line
+and the figure's own data from the page.
+
+Why a tiny notebook rather than notebook 04: nbval already runs notebook 04's cells; what only a
+browser can show is the panel itself, and one cell gets to it in seconds. The served folder is a
+temp dir, so JupyterLab's autosave never writes into the repository; ``JUPYTER_CONFIG_DIR`` and
+``JUPYTER_RUNTIME_DIR`` are temp dirs too (the config switches off the news toast and the
+"Select Kernel" dialog).
+
+What it leaves out: the other panels (their logic is tested in the kernel), mouse drags, voila.
+Skipped when ``/usr/bin/chromium`` is missing (``sudo apt-get install chromium``); Playwright never
+downloads a browser. ``make test`` installs chromium first only under CI, as root, with apt-get.
+A failure leaves a screenshot in pytest's temp dir and names it in the error.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import secrets
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync", "--no-first-run",
+                 "--disable-default-apps", "--disable-extensions", "--mute-audio"]
+NOTEBOOK = "browser_panel.ipynb"
+WAIT_MS = 60_000  # for one step on a busy 2-core machine; the whole test takes ~15 s
+
+pytestmark = pytest.mark.skipif(
+    not CHROMIUM.exists(),
+    reason="no /usr/bin/chromium: install Debian's browser with `sudo apt-get install chromium` "
+           "to run the browser test (Playwright never downloads one)")
+
+# Direct connections only: a proxy in the environment must not see the lab server.
+_HTTP = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _api(base: str, token: str, path: str, method: str = "GET"):
+    request = urllib.request.Request(f"{base}{path}", method=method,
+                                     headers={"Authorization": f"token {token}"})
+    with _HTTP.open(request, timeout=10) as response:
+        body = response.read()
+    return json.loads(body) if body else None
+
+
+def _delete_kernels(base: str, token: str) -> None:
+    """Kernels outlive browser pages: shut every session and kernel down through the REST API."""
+    for session in _api(base, token, "/api/sessions"):
+        _api(base, token, f"/api/sessions/{session['id']}", "DELETE")
+    for kernel in _api(base, token, "/api/kernels"):
+        _api(base, token, f"/api/kernels/{kernel['id']}", "DELETE")
+
+
+def _notebook() -> dict:
+    source = "from labkit import widgets\n\npanel = widgets.offload_panel()\npanel"
+    return {"nbformat": 4, "nbformat_minor": 5,
+            "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}},
+            "cells": [{"cell_type": "code", "id": "panel", "metadata": {}, "execution_count": None,
+                       "outputs": [], "source": source}]}
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory):
+    """JupyterLab on a free 127.0.0.1 port with a token, serving a temp folder; ``(url, token)``.
+    On teardown: kernels deleted, then the server stopped (SIGTERM, SIGKILL after 10 s)."""
+    root = tmp_path_factory.mktemp("lab")
+    served, config, runtime = root / "served", root / "config", root / "runtime"
+    served.mkdir()
+    (served / NOTEBOOK).write_text(json.dumps(_notebook(), indent=1), encoding="utf-8")
+    (config / "labconfig").mkdir(parents=True)
+    (config / "labconfig" / "page_config.json").write_text(json.dumps(
+        {"disabledExtensions": {"@jupyterlab/apputils-extension:announcements": True}}))
+    tracker = config / "lab" / "user-settings" / "@jupyterlab" / "notebook-extension"
+    tracker.mkdir(parents=True)  # no "Select Kernel" dialog: the notebook's python3 just starts
+    (tracker / "tracker.jupyterlab-settings").write_text(json.dumps({"autoStartDefaultKernel": True}))
+    port, token = _free_port(), secrets.token_hex(16)
+    base = f"http://127.0.0.1:{port}"
+    env = os.environ | {"JUPYTER_CONFIG_DIR": str(config), "JUPYTER_RUNTIME_DIR": str(runtime)}
+    log = (root / "server.log").open("wb")
+    server = subprocess.Popen(
+        [sys.executable, "-m", "jupyterlab", "--no-browser", "--allow-root", "--ip=127.0.0.1",
+         f"--port={port}", "--port-retries=0", f"--IdentityProvider.token={token}",
+         f"--ServerApp.root_dir={served}", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"],
+        env=env, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            if server.poll() is not None:
+                pytest.fail(f"JupyterLab exited with code {server.returncode}:\n"
+                            + (root / "server.log").read_text(errors="replace")[-3000:])
+            try:
+                _api(base, token, "/api/status")
+                break
+            except (urllib.error.URLError, ConnectionError, TimeoutError):
+                if time.monotonic() > deadline:
+                    pytest.fail("JupyterLab did not answer /api/status within 60 s:\n"
+                                + (root / "server.log").read_text(errors="replace")[-3000:])
+                time.sleep(0.1)
+        yield base, token
+    finally:
+        try:
+            if server.poll() is None:
+                _delete_kernels(base, token)
+        except (urllib.error.URLError, OSError):
+            pass  # the server is going anyway; its kernels exit with it (JPY_PARENT_PID)
+        if server.poll() is None:
+            os.killpg(server.pid, signal.SIGTERM)
+            try:
+                server.wait(10)
+            except subprocess.TimeoutExpired:
+                os.killpg(server.pid, signal.SIGKILL)
+                server.wait(10)
+        log.close()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    """Debian's chromium, headless, in a fresh profile Playwright makes and deletes."""
+    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is in the test extra: "
+                                   "run `make setup` (or `uv sync --all-extras`)")
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, headless=True)
+        try:
+            yield browser
+        finally:
+            browser.close()
+
+
+@pytest.fixture
+def page(lab, browser, tmp_path):
+    """A fresh page; afterwards its kernels are deleted. A failing test leaves ``failure.png``."""
+    context = browser.new_context(viewport={"width": 1280, "height": 1100})
+    page = context.new_page()
+    page.set_default_timeout(WAIT_MS)
+    try:
+        yield page
+    finally:
+        context.close()
+        _delete_kernels(*lab)
+
+
+@contextmanager
+def screenshot_on_failure(page, path: Path):
+    try:
+        yield
+    except BaseException as e:
+        try:
+            page.screenshot(path=str(path), full_page=True)
+            e.add_note(f"screenshot of the page: {path}")
+        except Exception as shot:  # the page may be gone; the original error matters
+            e.add_note(f"no screenshot: {shot}")
+        raise
+
+
+def _run_all(page) -> None:
+    """Run > Run All Cells once the kernel is idle, then wait until every cell has run. The menu
+    acts on the active notebook, so the cell is clicked first; on a busy machine a click can still
+    land before the notebook is ready, so the run is asked for again if nothing started."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    page.locator(".jp-Notebook-ExecutionIndicator[data-status='idle']").wait_for()
+    prompt = page.locator(".jp-Cell .jp-InputPrompt").first
+    for attempt in range(3):
+        page.locator(".jp-Cell .jp-InputArea-editor").first.click()
+        page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(r"^Run$")).click()
+        page.get_by_role("menuitem", name="Run All Cells", exact=True).click()
+        try:
+            page.wait_for_function("el => /\\[(\\*|\\d+)\\]/.test(el.textContent)",
+                                   arg=prompt.element_handle(), timeout=10_000)
+            break
+        except PlaywrightTimeout:
+            if attempt == 2:
+                raise
+    page.wait_for_function("() => ![...document.querySelectorAll('.jp-InputPrompt')]"
+                           ".some(p => p.textContent.includes('[*]'))")
+
+
+_READBACK = """() => {
+    const slider = [...document.querySelectorAll('.widget-hslider')]
+        .find(s => s.textContent.includes('tool_limit'));
+    const gd = document.querySelector('.widget-output .js-plotly-plot');
+    return {status: document.querySelector('.widget-html-content').innerText,
+            readout: slider.querySelector('.widget-readout').innerText,
+            title: gd.layout.title.text,
+            traces: Object.fromEntries(gd.data.map(t => [t.name, Array.from(t.y)]))};
+}"""
+
+
+def _readback(page) -> dict:
+    """What the page shows, read in one go (so status and figure come from the same moment): the
+    status line, the tool_limit readout, the figure's title and its traces' y values by name."""
+    return page.evaluate(_READBACK)
+
+
+def _numbers(status: str) -> dict:
+    """Peak, window and results evicted, read from the status line's words."""
+    m = re.search(r"peak ([\d,]+) of ([\d,]+) tokens · (\d+) results? evicted", status)
+    assert m, f"the status line does not say peak / window / evicted: {status!r}"
+    peak, window, evicted = (int(g.replace(",", "")) for g in m.groups())
+    return {"peak": peak, "window": window, "evicted": evicted}
+
+
+def _wait_for_redraw(page, before: dict) -> dict:
+    """The next readback whose status line (no longer "re-running the lab…") and figure title
+    both differ from ``before``."""
+    deadline = time.monotonic() + WAIT_MS / 1000
+    while True:
+        now = _readback(page)
+        if "re-running" not in now["status"] and now["status"] != before["status"] \
+                and now["title"] != before["title"]:
+            return now
+        assert time.monotonic() < deadline, f"no redraw after the slider moved; still {now}"
+        page.wait_for_timeout(100)
+
+
+def test_moving_the_tool_limit_slider_redraws_the_run(lab, page, tmp_path):
+    base, token = lab
+    with screenshot_on_failure(page, tmp_path / "failure.png"):
+        page.goto(f"{base}/lab/tree/{NOTEBOOK}?token={token}&reset")
+        _run_all(page)
+        page.locator(".widget-output .js-plotly-plot .main-svg").first.wait_for()
+        page.locator(".widget-html-content", has_text="evicted").wait_for()
+        first = _readback(page)
+        seen = first["traces"]["seen by the model"]
+        start = _numbers(first["status"])
+        assert first["readout"] == "20,000" and "evict results over 20,000 tokens" in first["title"]
+        assert "needle answered correctly: yes" in first["status"] and start["evicted"] > 0
+        assert start["peak"] == max(seen) < start["window"] == 128_000
+        assert "call failed" not in first["traces"]
+
+        handle = page.locator(".widget-hslider", has_text="tool_limit").locator(".noUi-handle")
+        handle.focus()
+        page.keyboard.press("End")  # 60,000 tokens: no export is that big, so none is evicted
+        top = _wait_for_redraw(page, first)
+        high = _numbers(top["status"])
+        assert top["readout"] == "60,000" and "evict results over 60,000 tokens" in top["title"]
+        assert top["status"].startswith("overflow: call ") and high["evicted"] == 0
+        assert high["peak"] == max(top["traces"]["seen by the model"]) > high["window"] == 128_000
+        assert top["traces"]["call failed"], "the call that overflowed is marked on the figure"
+
+        page.keyboard.press("Home")  # 2,000 tokens: every export evicted, the smallest peak
+        bottom = _wait_for_redraw(page, top)
+        low = _numbers(bottom["status"])
+        assert bottom["readout"] == "2,000" and "evict results over 2,000 tokens" in bottom["title"]
+        assert "needle answered correctly: yes" in bottom["status"]
+        assert low["evicted"] > start["evicted"] and low["peak"] < start["peak"]
+        assert low["peak"] == max(bottom["traces"]["seen by the model"])
