@@ -12,11 +12,14 @@ Notebook 07 adds :func:`knobs`, the summarization panel. It does not re-run the 
 replays a recorded run under each new trigger / keep / window (``labkit.replay``, milliseconds,
 the middleware's own policy code), so the sliders can move freely.
 
+Notebook 16 adds :func:`clinic`: one button per failure mode of ``labkit.diagnose``, for an
+instructor to run a failure and its fix on cue and show their diagnosis (a ``ToggleButtons``
+control, which :class:`Panel` also takes).
+
 What it leaves out: replay. ``labkit.replay`` re-runs summarization's policy over a recorded
 trajectory, but eviction changes the tool results themselves, so each new offload setting re-runs
 the scenario (well under a second here, and cached). Also plotly's ``FigureWidget`` (it needs
-``anywidget``, not a dependency: the figure is shown through an ``ipywidgets.Output``), and the
-diagnostic table and failure-mode buttons of the later notebooks.
+``anywidget``, not a dependency: the figure is shown through an ``ipywidgets.Output``).
 """
 
 from __future__ import annotations
@@ -28,13 +31,18 @@ from typing import Any
 
 import ipywidgets as ipw
 
-__all__ = ["Panel", "knobs", "knobs_result", "offload_panel", "offload_result"]
+__all__ = ["Panel", "clinic", "clinic_result", "knobs", "knobs_result", "offload_panel", "offload_result"]
 
 _STYLE = {"description_width": "150px"}
 
 
 def _check(knob: str, control: ipw.Widget, value: Any) -> Any:
     """``value`` if the control can hold it, else a ``ValueError`` naming the knob and its range."""
+    if isinstance(control, ipw.ToggleButtons):
+        allowed = [o[1] if isinstance(o, tuple) else o for o in control.options]
+        if value not in allowed:
+            raise ValueError(f"{knob} must be one of {', '.join(map(repr, allowed))}; got {value!r}")
+        return value
     if isinstance(control, ipw.Checkbox):
         if not isinstance(value, bool):
             raise ValueError(f"{knob} must be True or False, got {value!r}")
@@ -64,7 +72,8 @@ class Panel:
     Args:
         compute: called with every knob as a keyword argument; returns a dict with ``"figure"``
             (a plotly Figure) and, if it likes, ``"status"`` (one line of HTML shown above it).
-        controls: ipywidgets by knob name — ``IntSlider``, ``FloatSlider`` or ``Checkbox``.
+        controls: ipywidgets by knob name — ``IntSlider``, ``FloatSlider``, ``Checkbox`` or
+            ``ToggleButtons`` (one button per choice).
         cache_size: how many settings to remember.
 
     Example:
@@ -77,9 +86,9 @@ class Panel:
         if not controls:
             raise ValueError("a Panel needs at least one control")
         for knob, control in controls.items():
-            if not isinstance(control, (ipw.IntSlider, ipw.FloatSlider, ipw.Checkbox)):
-                raise TypeError(f"control {knob!r} must be an IntSlider, FloatSlider or Checkbox, "
-                                f"not {type(control).__name__}")
+            if not isinstance(control, (ipw.IntSlider, ipw.FloatSlider, ipw.Checkbox, ipw.ToggleButtons)):
+                raise TypeError(f"control {knob!r} must be an IntSlider, FloatSlider or Checkbox "
+                                f"(or ToggleButtons), not {type(control).__name__}")
         self.controls = dict(controls)
         self._compute = compute
         self._cache: OrderedDict[tuple, dict] = OrderedDict()
@@ -323,3 +332,52 @@ def knobs(run: Any = None, window: int = 128_000, trigger: float = 0.85, keep: f
         controls[knob].observe(enable, names="value")
     enable()
     return Panel(lambda **values: knobs_result(traj, **values), controls)
+
+
+# -- notebook 16: the clinic's failure-mode buttons ----------------------------------------------
+
+
+def clinic_result(mode: str = "hard_overflow", cases: Mapping[str, tuple] | None = None) -> dict:
+    """One failure mode and its fix (``labkit.diagnose``), and what an instructor shows of them:
+    ``broken`` and ``fixed`` (``diagnose.Case``), ``before`` and ``after`` (their findings),
+    ``compare`` (a table), ``figure`` (tokens per model call: the failure, refused calls marked,
+    and the fix beside it) and a ``status`` line with the diagnosis of both.
+
+    ``cases`` maps a mode to an already run ``(broken, fixed)`` pair; other modes are run here.
+    """
+    from html import escape
+
+    from labkit import diagnose, plots
+
+    broken, fixed = (cases or {}).get(mode) or (diagnose.reproduce(mode), diagnose.fix(mode))
+    for case, want in ((broken, False), (fixed, True)):
+        if not isinstance(case, diagnose.Case) or case.mode != mode or case.fixed is not want:
+            raise ValueError(f"cases[{mode!r}] must be (diagnose.reproduce({mode!r}), "
+                             f"diagnose.fix({mode!r})), in that order")
+    label = diagnose.LABELS[mode]
+    figure = plots.tokens_per_turn(broken.run, window=broken.window,
+                                   title=f"{label}: tokens per model call, the failure and its fix")
+    records = fixed.run.records
+    figure.add_scatter(x=[r.index for r in records], y=[r.seen for r in records],
+                       name="seen, with the fix", mode="lines+markers", line={"color": "#00CC96"})
+    before, after = broken.findings, fixed.findings
+    table = diagnose.compare(broken, fixed)
+    symptom = diagnose.row(mode).en.symptom
+    status = (f"<b>{escape(label)}</b> — {escape(symptom)}{table._repr_html_()}"
+              f"<b>diagnose(failure)</b>{diagnose.report(before)._repr_html_()}"
+              f"<b>diagnose(with the fix)</b>{diagnose.report(after)._repr_html_()}")
+    return {"mode": mode, "broken": broken, "fixed": fixed, "before": before, "after": after,
+            "compare": table, "figure": figure, "status": status}
+
+
+def clinic(mode: str = "hard_overflow", cases: Mapping[str, tuple] | None = None) -> Panel:
+    """One button per failure mode (``diagnose.MODES``): a press runs the failure and its fix
+    (:func:`clinic_result`; a second press of the same button is instant, from the cache) and
+    shows their diagnosis above tokens per model call. Pass ``cases`` to reuse runs already made.
+    """
+    from labkit import diagnose
+
+    buttons = ipw.ToggleButtons(options=[(diagnose.LABELS[m], m) for m in diagnose.MODES],
+                                description="failure mode", style=_STYLE)
+    buttons.value = _check("mode", buttons, mode)
+    return Panel(lambda mode: clinic_result(mode, cases), {"mode": buttons})
