@@ -152,10 +152,12 @@ ROWS: tuple[Row, ...] = (
         Text("The run stops with a context-overflow error.",
              "One tool result, with the history around it, no longer fits the window.",
              "Offload big results to files: the context keeps a path and a preview; read_file "
-             "or grep brings back the rest."),
+             "or grep brings back the rest. (deepagents counts characters: it evicts a result "
+             "over 4 × tool_token_limit_before_evict of them.)"),
         Text("运行直接报上下文超长错误而终止。",
              "某个工具结果太大，连同已有历史一起塞不进窗口。",
-             "卸载：把大结果写进文件，上下文里只留路径和预览，需要时用 read_file 或 grep 取回。"),
+             "卸载：把大结果写进文件，上下文里只留路径和预览，需要时用 read_file 或 grep 取回。"
+             "（deepagents 按字符数判断：结果超过 4 × tool_token_limit_before_evict 个字符才卸载。）"),
         Knob("OffloadMiddleware(tool_limit=20_000)", "labkit.offload.OffloadMiddleware", "tool_limit"),
         Knob("FilesystemMiddleware(tool_token_limit_before_evict=20_000)", _FS,
              "tool_token_limit_before_evict")),
@@ -727,7 +729,8 @@ def _cost_blowup_recipe(fixed: bool):
 
 def _tool_tax_recipe(fixed: bool):
     """Notebook 06: create_deep_agent evicting every result over 1,000 tokens (4,000 characters),
-    so the tool schemas are the biggest thing left; the fix sends only the file tools it uses."""
+    so the tool schemas become a large slice of every call; the fix sends only the file tools it
+    uses."""
     from deepagents.middleware.filesystem import FilesystemMiddleware
 
     from labkit.model import LabModel

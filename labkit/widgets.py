@@ -359,7 +359,8 @@ def clinic_result(mode: str = "hard_overflow", cases: Mapping[str, tuple] | None
                                    title=f"{label}: tokens per model call, the failure and its fix")
     records = fixed.run.records
     figure.add_scatter(x=[r.index for r in records], y=[r.seen for r in records],
-                       name="seen, with the fix", mode="lines+markers", line={"color": "#00CC96"})
+                       name="seen, with the fix", mode="lines+markers",
+                       line={"color": "#00CC96", "dash": "dash"})  # dashed: the failure shows through
     before, after = broken.findings, fixed.findings
     table = diagnose.compare(broken, fixed)
     symptom = diagnose.row(mode).en.symptom

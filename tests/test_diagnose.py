@@ -9,6 +9,7 @@ import re
 from pathlib import Path
 
 import pytest
+from deepagents.middleware.filesystem import NUM_CHARS_PER_TOKEN
 from deepagents.middleware.summarization import SummarizationMiddleware, compute_summarization_defaults
 from langchain_core.messages import ToolMessage
 
@@ -105,7 +106,9 @@ def test_every_knob_names_an_object_and_a_parameter_that_exist():
 def test_the_numbers_in_the_table_are_the_installed_ones():
     bare = compute_summarization_defaults(LabModel(profile=None))
     assert bare["trigger"] == ("tokens", 170_000) and bare["keep"] == ("messages", 6)
-    assert "170,000" in diagnose.row("no_profile").en.cause and "6 messages" in diagnose.row("no_profile").en.cause
+    row = diagnose.row("no_profile")
+    assert "170,000" in row.en.cause and "6 messages" in row.en.cause and "170,000" in row.zh.cause
+    assert NUM_CHARS_PER_TOKEN == 4 and "4 × tool_token_limit_before_evict" in diagnose.row("hard_overflow").en.remedy
     trim = inspect.signature(SummarizationMiddleware).parameters["trim_tokens_to_summarize"].default
     assert f"{trim:,}" in diagnose.row("goal_lost").en.cause and f"{trim:,}" in diagnose.row("goal_lost").zh.cause
 

@@ -69,8 +69,8 @@ q1 = Exercise(
            "finds nothing and the report, the risks note and the needle still come out right.",
     checker=_check_q1,
     hints=[
-        "Run diagnose.report(diagnose.diagnose(run, model)) on the patient: the finding names the "
-        "refused call, and its row names the knobs. Look at the tool results that call carried.",
+        "The finding names the refused call, and its row names the knobs. Look at what that call "
+        "carried: the tool results in patient.messages before it, and count_tokens of each.",
         "deepagents evicts a tool result only above 4 × tool_token_limit_before_evict characters "
         "(notebook 02). Compare len(scenario.export_text(t)) for each export with that; a "
         "FilesystemMiddleware you pass in middleware= replaces deepagents' own, by name.",
