@@ -28,6 +28,7 @@ import hashlib
 import json
 import os
 import tempfile
+from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from importlib import resources
 from typing import Any
@@ -172,21 +173,50 @@ class TokenCounter:
     def __init__(self, encoding_name: str = DEFAULT_ENCODING) -> None:
         self.encoding_name = encoding_name
         self._cache: dict[tuple[str, str], int] = {}
+        self._objects: dict[int, tuple] = {}  # id(message) -> (message, content, tool_calls, n)
         self.misses = 0
 
     def text(self, text: str) -> int:
         return len(encoding(self.encoding_name).encode(text, disallowed_special=()))
 
     def message(self, message: BaseMessage) -> int:
+        # Fast path: the same message object with the same content and tool calls as last time
+        # (a long run re-sends the same objects on every call; building the text key is O(size)).
+        seen = self._objects.get(id(message))
+        if seen is not None and seen[0] is message and seen[1] is message.content \
+                and seen[2] is getattr(message, "tool_calls", None):
+            return seen[3]
         key = (message.type, message_text(message))
         n = self._cache.get(key)
         if n is None:
             self.misses += 1
             n = self._cache[key] = self.text(key[1]) + TOKENS_PER_MESSAGE
+        if len(self._objects) >= _OBJECT_CACHE_SIZE:  # it holds the messages: keep it bounded
+            self._objects.clear()
+        self._objects[id(message)] = (message, message.content, getattr(message, "tool_calls", None), n)
         return n
 
     def messages(self, messages: Iterable[BaseMessage]) -> int:
         return sum(self.message(m) for m in messages)
+
+    def tool(self, tool: Any) -> int:
+        """Tokens of one tool's schema — its name, description and parameters as JSON, as
+        providers send them. Cached for every counter (converting a tool to its schema costs
+        far more than counting it): per tool object, or per schema for a schema dict."""
+        from langchain_core.utils.function_calling import convert_to_openai_tool
+
+        is_schema = isinstance(tool, dict) and "function" in tool
+        key = (self.encoding_name, json.dumps(tool["function"], sort_keys=True) if is_schema else id(tool))
+        hit = _TOOL_TOKENS.get(key)
+        if hit is not None and (is_schema or hit[0] is tool):
+            _TOOL_TOKENS.move_to_end(key)
+            return hit[1]
+        schema = tool if is_schema else convert_to_openai_tool(tool)
+        n = self.text(json.dumps(schema["function"], ensure_ascii=False))
+        _TOOL_TOKENS[key] = (tool, n)  # holding the tool keeps its id from being reused
+        if len(_TOOL_TOKENS) > _TOOL_CACHE_SIZE:
+            _TOOL_TOKENS.popitem(last=False)
+        return n
 
     def __call__(self, text_or_messages: str | BaseMessage | Sequence[BaseMessage]) -> int:
         if isinstance(text_or_messages, str):
@@ -207,6 +237,9 @@ class TokenCounter:
 
 
 _counters: dict[str, TokenCounter] = {}
+_TOOL_CACHE_SIZE = 1024
+_OBJECT_CACHE_SIZE = 20_000
+_TOOL_TOKENS: "OrderedDict[tuple, tuple[Any, int]]" = OrderedDict()
 
 
 def _counter(encoding_name: str) -> TokenCounter:
@@ -234,13 +267,7 @@ def count_tokens(
 def tool_schema_tokens(tools: Sequence[Any], encoding_name: str = DEFAULT_ENCODING) -> int:
     """Tokens the tool schemas add to every call: the JSON of each tool's name, description and
     parameters, as providers send them."""
-    from langchain_core.utils.function_calling import convert_to_openai_tool
-
-    total = 0
-    for tool in tools:
-        schema = tool if isinstance(tool, dict) and "function" in tool else convert_to_openai_tool(tool)
-        total += _counter(encoding_name).text(json.dumps(schema["function"], ensure_ascii=False))
-    return total
+    return sum(_counter(encoding_name).tool(t) for t in tools)
 
 
 def approx_tokens(text_or_messages: str | BaseMessage | Sequence[BaseMessage]) -> int:

@@ -23,7 +23,6 @@ What it leaves out: provider-side accounting (cached-token discounts, hidden rea
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -72,15 +71,11 @@ class CallRecord:
 def measure(messages: list[BaseMessage], system: BaseMessage | None = None,
             tools: list | None = None, counter: TokenCounter | None = None) -> dict[str, int]:
     """Tokens by kind for one request (pure; the Recorder calls it on every model call)."""
-    from langchain_core.utils.function_calling import convert_to_openai_tool
-
     counter = counter or TokenCounter()
     by = dict.fromkeys(KINDS, 0)
     if system is not None:
         by["system"] = counter.message(system)
-    for t in tools or []:
-        schema = t if isinstance(t, dict) and "function" in t else convert_to_openai_tool(t)
-        by["tools"] += counter.text(json.dumps(schema["function"], ensure_ascii=False))
+    by["tools"] = sum(counter.tool(t) for t in tools or [])
     for m in messages:
         by[kind_of(m)] += counter.message(m)
     return by
