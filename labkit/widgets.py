@@ -379,6 +379,7 @@ def clinic(mode: str = "hard_overflow", cases: Mapping[str, tuple] | None = None
     from labkit import diagnose
 
     buttons = ipw.ToggleButtons(options=[(diagnose.LABELS[m], m) for m in diagnose.MODES],
-                                description="failure mode", style=_STYLE)
+                                description="failure mode",
+                                style={"description_width": "100px", "button_width": "170px"})
     buttons.value = _check("mode", buttons, mode)
     return Panel(lambda mode: clinic_result(mode, cases), {"mode": buttons})
