@@ -13,7 +13,8 @@ One module per idea, each introduced by a notebook:
 - ``summarize`` summarization: non-destructive compaction with an archive (07–11)
 - ``replay``   re-simulate a recorded run under new knobs, no agent loop (07, 09)
 - ``isolate``  subagents behind a task() tool, parent and child contexts accounted apart (12)
-- ``evals``    targeted evals: forced compaction, goal retention, repeated work (14, 15)
+- ``evals``    targeted evals: forced compaction, goal retention, repeated work, the eval grid (14, 15)
+- ``diagnose`` the symptom → cause → remedy table (English, 中文) and auto-diagnosis of a run (16)
 - ``exercises`` the notebooks' exercises and their checkers
 
 Nothing happens at import: no global settings, seeds or downloads.
