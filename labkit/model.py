@@ -57,18 +57,20 @@ Every call is logged in ``model.calls`` — the course's main instrument for "wh
 What it leaves out: any language understanding. Outside the scenario it says what it is and how
 to switch to a real model (``LABKIT_MODEL``); when a tool is forced or written out literally as
 ``name(args)``, it calls it with those literal arguments or schema placeholders — never a guess.
+
+The helpers it is made of live in private modules, one concept each: ``_lab_context`` (reading
+the context), ``_lab_writing`` (the summary, drafts and replies it writes), ``_lab_anchors``
+(the goal anchors) and ``_lab_skills`` (skills and memory).
 """
 
 from __future__ import annotations
 
-import ast
-import html
 import itertools
 import json
 import os
 import re
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from langchain_core.callbacks import CallbackManagerForLLMRun
@@ -83,15 +85,36 @@ from pydantic import Field, PrivateAttr, SecretStr, field_validator
 
 from labkit import prompts
 from labkit import scenario as sc
+from labkit._lab_anchors import (  # the constants are re-exported: evals and notebook 14 use them
+    ANCHOR_MIN_STEPS,
+    PROGRESS_PATH,
+    PROGRESS_PROMPT,
+    TODO_TOOL,
+    _anchor_call,
+    _anchored_task,
+    _done_steps,
+    _recall_call,
+)
+from labkit._lab_context import _PATHS, _active_task, _is_summary_prompt, _plain, _read, _View
+from labkit._lab_skills import _memory_sources, _skill_to_read, _stated_preference, prompt_sections
+from labkit._lab_writing import (  # summarize is re-exported: replay and the tests use it
+    _draft,
+    _literal_args,
+    _noted_figure,
+    _notes_to_write,
+    _research_reply,
+    summarize,
+)
 from labkit.tokens import DEFAULT_ENCODING, TOKENS_PER_MESSAGE, TokenCounter, message_text
 
 __all__ = ["Call", "InvalidHistoryError", "LabModel", "get_model", "prompt_sections"]
 
 PROVIDER = "labkit"
 MODEL_NAME = "lab-model"
-_PATHS = re.compile(r"(/(?:large_tool_results|conversation_history|reports|research)/[^\s'\"<>`),;]+)")
-_KPI = re.compile(r"kpi,([A-Z]{4}),(\w+),([\d.]+%?)")
 COMPACT_TOOL = "compact_conversation"  # labkit's and deepagents' manual-compaction tool
+_MEMORY_SAVED = ("Noted. I added \"- {rule}\" to my memory file {path} (edit_file answered: "
+                 "{result})")
+_MEMORY_HAD = "That preference is already in my memory file {path}: \"- {rule}\""
 
 
 class InvalidHistoryError(ValueError):
@@ -111,29 +134,6 @@ class Call:
     response: AIMessage | None = None
     error: str | None = None
     tool_choice: Any = None
-
-
-@dataclass
-class _View:
-    """The model's context, pre-read: all text, and the answered tool calls."""
-
-    messages: list[BaseMessage]
-    text: str
-    answered: dict[str, tuple[dict, str]] = field(default_factory=dict)  # id -> (call, result)
-
-
-def _plain(message: BaseMessage) -> str:
-    return html.unescape(message_text(message))
-
-
-def _read(messages: list[BaseMessage]) -> _View:
-    calls = {tc["id"]: tc for m in messages if isinstance(m, AIMessage) for tc in m.tool_calls}
-    answered = {
-        m.tool_call_id: (calls[m.tool_call_id], _plain(m))
-        for m in messages
-        if isinstance(m, ToolMessage) and m.tool_call_id in calls
-    }
-    return _View(messages, "\n".join(_plain(m) for m in messages), answered)
 
 
 def _check_history(messages: list[BaseMessage]) -> None:
@@ -174,35 +174,6 @@ def _unanswered(pending: dict[str, int], where: str) -> InvalidHistoryError:
         f"that have no tool result before {where}. Real providers reject this history "
         "(Anthropic: 'tool_use ids were found without tool_result blocks immediately after')."
     )
-
-
-def _section(text: str, name: str) -> str:
-    m = re.search(rf"##\s*{name}\s*\n(.*?)(?=\n##\s*[A-Z][A-Z ]+\n|</summary>|\Z)", text, re.S)
-    return m.group(1).strip() if m else ""
-
-
-def _is_summary_prompt(text: str) -> bool:
-    return all(s in text for s in prompts.SUMMARY_SECTIONS) and (
-        "<messages>" in text or "Context Extraction Assistant" in text
-    )
-
-
-def _active_task(view: _View) -> sc.Task | None:
-    """The latest thing the user asked for that is still visible: a human message naming a task,
-    or the last task in a summary's SESSION INTENT."""
-    for m in reversed(view.messages):
-        if m.type not in ("human", "system"):
-            continue
-        text = _plain(m)
-        intent = _section(text, "SESSION INTENT")
-        if intent:
-            found = [(intent.rfind(t.marker), t) for t in sc.tasks() if t.marker in intent]
-            if found:
-                return max(found, key=lambda p: p[0])[1]
-        for task in sc.tasks():
-            if task.marker in text and not intent:
-                return task
-    return None
 
 
 class LabModel(BaseChatModel):
@@ -546,411 +517,6 @@ def _wants_compaction(policy: str, view: _View, names: list[str]) -> bool:
     return (isinstance(last, HumanMessage) and not last.additional_kwargs.get("lc_source")
             and any(t.marker in _plain(last) for t in sc.tasks())
             and isinstance(before, AIMessage) and not before.tool_calls)
-
-
-# -- pure helpers: the summary and the drafts ---------------------------------------------------
-
-
-def summarize(text: str, keep_figures: bool = False) -> str:
-    """The lab model's extractive four-section summary of a rendered history.
-
-    It quotes the evidence of every step it finds (so the work is not redone), lists file paths,
-    and keeps each KPI's name — but drops its value unless ``keep_figures``.
-    """
-    found = sorted((text.find(t.marker), t) for t in sc.tasks() if t.marker in text)
-    intent = "\n".join(f"- {t.request}" for _, t in found) or "None"
-    steps = {s.key: s for t in sc.tasks() for s in t.steps}
-    done = [s for s in steps.values() if s.evidence in text]
-    lines = [f"- {s.evidence}: done ({s.tool})." for s in done]
-    for ticker, kpi, value in dict.fromkeys(_KPI.findall(text)):
-        lines.append(f"- kpi,{ticker},{kpi},{value}" if keep_figures
-                     else f"- {ticker} {kpi}: reported (exact figure not kept)")
-    paths = list(dict.fromkeys(p.rstrip(".:") for p in _PATHS.findall(text)))
-    last = found[-1][1] if found else None
-    todo = [s for s in (last.steps if last else ()) if s.evidence not in text]
-    next_steps = "\n".join(f"- {s.tool}({json.dumps(s.args)})" for s in todo) or "None"
-    return (
-        f"## SESSION INTENT\n{intent}\n\n## SUMMARY\n{chr(10).join(lines) or 'None'}\n\n"
-        f"## ARTIFACTS\n{chr(10).join(f'- {p}' for p in paths) or 'None'}\n\n"
-        f"## NEXT STEPS\n{next_steps}"
-    )
-
-
-def _draft(task: sc.Task, step: sc.Step, view: _View) -> str:
-    """The file a write step produces, built from what is visible."""
-    if task.key == "report":
-        return _with_preferences(_skill_report(view) or _draft_report(view.text), view)
-    if task.key == "risks":
-        return _draft_risks(view.text)
-    ticker = step.args["file_path"].rsplit("/", 1)[-1].removesuffix(".md")
-    c = next(c for c in sc.companies() if c["ticker"] == ticker)
-    digest = next((r for call, r in view.answered.values() if call["name"] == "search_news"
-                   and f"News digest — {c['name']} ({ticker})" in r), None)
-    quoted = digest if digest else "(the news digest is no longer in my context)"
-    return f"# Briefing — {c['name']} ({ticker})\n\n## This week's news, in full\n\n{quoted}\n"
-
-
-def _headline(name: str, text: str) -> str | None:
-    m = re.search(rf"## (\d{{4}}-\d\d-\d\d): {re.escape(name)} ([^\n]+)", text)
-    if m:
-        return f"{m.group(2)} ({m.group(1)})"
-    noted = re.search(rf"News digest — {re.escape(name)} \([A-Z]+\): (.+ \(\d{{4}}-\d\d-\d\d\))$",
-                      text, re.M)  # a subagent's research notes
-    return noted.group(1) if noted else None
-
-
-def _draft_report(text: str) -> str:
-    out = [f"# Weekly competitor report — {sc._meta()['week']}",
-           "_Built from the fictional labkit data set._", ""]
-    for c in sc.companies():
-        out.append(f"## {c['name']} ({c['ticker']})")
-        exported = f"Market data export — {c['name']} ({c['ticker']})" in text
-        out.append("- Market data: export reviewed." if exported else "- Market data: not reviewed.")
-        news = _headline(c["name"], text)
-        out.append(f"- News: {news}" if news else "- News: see the research notes.")
-        out.append("")
-    return "\n".join(out)
-
-
-def _draft_risks(text: str) -> str:
-    out = ["# Risks", ""]
-    for c in sc.companies():
-        news = _headline(c["name"], text)
-        out.append(f"- {c['name']}: watch how '{news}' plays out." if news
-                   else f"- {c['name']}: pricing pressure in {c['sector']}.")
-    return "\n".join(out) + "\n"
-
-
-def _research_report(ticker: str, text: str) -> str:
-    c = next(c for c in sc.companies() if c["ticker"] == ticker)
-    kpis = [f"{k}={v}" for t, k, v in dict.fromkeys(_KPI.findall(text)) if t == ticker]
-    news = _headline(c["name"], text)
-    return (f"{c['name']} ({ticker}) — research notes\n"
-            f"- Market data export — {c['name']} ({ticker}): KPIs {', '.join(kpis) or 'not found'}\n"
-            f"- News digest — {c['name']} ({ticker}): {news or 'no headline found'}")
-
-
-def _raw_results(view: _View) -> str:
-    return "\n\n".join(r for c, r in view.answered.values()
-                       if c["name"] in ("fetch_market_data", "search_news"))
-
-
-def _notes_to_write(task: sc.Task, view: _View, names: list[str]) -> dict | None:
-    """A researcher asked for raw notes in a file writes them once, after its research steps."""
-    if not task.key.startswith("research:") or sc.NOTES_INSTRUCTION not in view.text \
-            or "write_file" not in names:
-        return None
-    path = sc.notes_path(task.key.split(":")[1])
-    if f"Updated file {path}" in view.text:
-        return None
-    return {"file_path": path, "content": _raw_results(view)}
-
-
-def _research_reply(ticker: str, view: _View, raw: bool) -> str:
-    """What a researcher returns: the short report, or the raw dump; with notes saved, the path."""
-    path = sc.notes_path(ticker)
-    saved = f"Updated file {path}" in view.text
-    if saved and raw:
-        c = next(c for c in sc.companies() if c["ticker"] == ticker)
-        return (f"{c['name']} ({ticker}) — raw notes saved to {path}\n"
-                f"- Market data export — {c['name']} ({ticker}): in full in {path}\n"
-                f"- News digest — {c['name']} ({ticker}): in full in {path}")
-    if raw:
-        return _raw_results(view)
-    report = _research_report(ticker, view.text)
-    return f"{report}\n- Raw notes: {path}" if saved else report
-
-
-def _noted_figure(n: sc.Needle, text: str) -> str | None:
-    """The needle's value as a subagent's research notes quote it (``kpi=value``)."""
-    m = re.search(rf"\({n.ticker}\): KPIs [^\n]*\b{n.kpi}=(\d+(?:\.\d+)?%)", text)
-    return m.group(1) if m else None
-
-
-def _literal_args(schema: dict, view: _View) -> dict:
-    """Arguments for a forced or literal call: those written as ``name(...)`` in the last human
-    message, else the schema's defaults or visible placeholders."""
-    fn = schema["function"]
-    props = fn.get("parameters", {}).get("properties", {})
-    order = list(props)
-    humans = [_plain(m) for m in view.messages if m.type == "human"]
-    args: dict[str, Any] = {}
-    m = re.search(rf"\b{re.escape(fn['name'])}\s*\(([^()]*)\)", humans[-1] if humans else "")
-    if m:
-        try:
-            call = ast.parse(f"f({m.group(1)})", mode="eval").body
-            args = {order[i]: ast.literal_eval(a) for i, a in enumerate(call.args) if i < len(order)}
-            args.update({k.arg: ast.literal_eval(k.value) for k in call.keywords})
-        except (SyntaxError, ValueError):
-            args = {}
-    for name in fn.get("parameters", {}).get("required", []):
-        if name not in args:
-            args[name] = _placeholder(name, props.get(name, {}))
-    return args
-
-
-def _placeholder(name: str, prop: dict) -> Any:
-    """A value that fits the schema and shows it was not understood: ``"<name>"`` for text."""
-    if "default" in prop:
-        return prop["default"]
-    if prop.get("enum"):
-        return prop["enum"][0]
-    kind = prop.get("type")
-    if isinstance(kind, list):
-        kind = next((k for k in kind if k != "null"), "string")
-    return {"integer": 0, "number": 0.0, "boolean": False, "array": [], "object": {}}.get(
-        kind, f"<{name}>")
-
-
-# -- goal anchors: a todo list and a progress file (notebook 14) --------------------------------
-
-TODO_TOOL = "write_todos"  # langchain's TodoListMiddleware adds it; deepagents does not by default
-PROGRESS_PATH = "/progress.md"
-PROGRESS_PROMPT = (
-    f"Keep a progress file at {PROGRESS_PATH}. When you start a task of several steps, write the "
-    "user's request in it as the goal; after each step, rewrite it with the steps done so far. "
-    f"If you can no longer see what you were asked to do, read {PROGRESS_PATH} before asking."
-)
-# write_todos' own description: "If the user's request is trivial and takes less than 3 steps,
-# it is better to NOT use this tool". The lab model follows it, for both anchors.
-ANCHOR_MIN_STEPS = 3
-
-
-def _progress_on(view: _View) -> bool:
-    """The progress-file anchor is on when a system message names the file."""
-    return any(m.type == "system" and PROGRESS_PATH in _plain(m) for m in view.messages)
-
-
-def _todo_item(step: sc.Step) -> str:
-    """A step as a todo item: its tool and argument — not its evidence, which only a result shows."""
-    return f"{step.tool} {next(iter(step.args.values()))}"
-
-
-def _todo_list(task: sc.Task, done: set[str]) -> list[dict]:
-    """The user's request first (so the goal travels with the list), then one item per step."""
-    todo = [s for s in task.steps if s.key not in done]
-    items = [{"content": task.request, "status": "in_progress" if todo else "completed"}]
-    for s in task.steps:
-        status = "completed" if s.key in done else "in_progress" if s is todo[0] else "pending"
-        items.append({"content": _todo_item(s), "status": status})
-    return items
-
-
-def _progress_text(task: sc.Task, done: set[str]) -> str:
-    """The progress file: the goal, then the evidence of each step done (quoted, so it counts)."""
-    lines = [f"- {s.evidence}" for s in task.steps if s.key in done] or ["- nothing yet"]
-    return f"# Progress\n\nGoal: {task.request}\n\nDone:\n" + "\n".join(lines) + "\n"
-
-
-def _latest_todos(view: _View) -> list[dict] | None:
-    """The todo list of the latest write_todos call the tool accepted, if it is still visible.
-    (TodoListMiddleware keeps the list in state but never shows it to the model: the model sees
-    only its own call and the tool's answer.)"""
-    for call, result in reversed(view.answered.values()):
-        if call["name"] == TODO_TOOL and result.startswith("Updated todo list"):
-            todos = call["args"].get("todos")
-            if not isinstance(todos, list):  # the call's arguments were cleared: read the answer
-                try:
-                    todos = ast.literal_eval(result.removeprefix("Updated todo list to "))
-                except (SyntaxError, ValueError):
-                    return None
-            return [dict(t) for t in todos if isinstance(t, dict)]
-    return None
-
-
-def _latest_progress(view: _View) -> str | None:
-    """The progress file as last seen: the latest write_file to it, or read_file of it."""
-    for call, result in reversed(view.answered.values()):
-        path = call["args"].get("file_path")
-        if path != PROGRESS_PATH:
-            continue
-        if call["name"] == "write_file" and result.startswith("Updated file"):
-            return str(call["args"].get("content", ""))
-        if call["name"] == "read_file":
-            return None if result.startswith("Error") else result
-    return None
-
-
-def _read_progress(view: _View) -> bool:
-    """Is a read of the progress file still in view? (Then it is not read again.)"""
-    return any(c["name"] == "read_file" and c["args"].get("file_path") == PROGRESS_PATH
-               for c, _ in view.answered.values())
-
-
-def _task_named(text: str) -> sc.Task | None:
-    return next((t for t in sc.tasks() if t.marker in text), None)
-
-
-def _progress_task(text: str) -> sc.Task | None:
-    """The task named on a progress file's Goal line."""
-    m = re.search(r"Goal: (.+)", text)
-    return _task_named(m.group(1)) if m else None
-
-
-def _anchored_task(view: _View) -> sc.Task | None:
-    """The goal an anchor carries, for when no request or summary intent is visible: the first
-    item of the latest todo list, or the Goal line of the progress file."""
-    todos = _latest_todos(view)
-    if todos:
-        task = _task_named(str(todos[0].get("content", "")))
-        if task:
-            return task
-    return _progress_task(_latest_progress(view) or "")
-
-
-def _done_steps(task: sc.Task, view: _View) -> set[str]:
-    """Steps whose evidence is visible (a result, a summary line, a progress-file line), or that
-    the latest todo list marks completed."""
-    done = {s.key for s in task.steps if s.evidence in view.text}
-    completed = {str(t.get("content")) for t in _latest_todos(view) or () if t.get("status") == "completed"}
-    return done | {s.key for s in task.steps if _todo_item(s) in completed}
-
-
-def _anchor_call(task: sc.Task, view: _View, names: list[str], done: set[str]) -> tuple | None:
-    """The anchor update due before the next step, as (tool, args): write the todo list if it is
-    not the one visible; with the progress file on, read it first if it is not in view, then
-    rewrite it if it is out of date."""
-    if len(task.steps) < ANCHOR_MIN_STEPS:
-        return None
-    if TODO_TOOL in names and _latest_todos(view) != _todo_list(task, done):
-        return TODO_TOOL, {"todos": _todo_list(task, done)}
-    if not (_progress_on(view) and "write_file" in names):
-        return None
-    seen = _latest_progress(view)
-    if seen is None and "read_file" in names and not _read_progress(view):
-        return "read_file", {"file_path": PROGRESS_PATH}
-    if seen is None or _progress_task(seen) is not task or not all(
-            s.evidence in seen for s in task.steps if s.key in done):
-        return "write_file", {"file_path": PROGRESS_PATH, "content": _progress_text(task, done)}
-    return None
-
-
-def _recall_call(view: _View, names: list[str]) -> tuple | None:
-    """Lost the goal, with the progress file on: read it once before giving up."""
-    if _progress_on(view) and "read_file" in names and not _read_progress(view):
-        return "read_file", {"file_path": PROGRESS_PATH}
-    return None
-
-
-# -- skills and memory: what deepagents adds to the system prompt (notebook 13) ----------------
-
-_SECTIONS = {"skills": "## Skills System", "memory": "<agent_memory>",
-             "memory guidelines": "<memory_guidelines>"}
-_SKILL_LISTED = re.compile(r"^- \*\*(?P<name>[a-z0-9-]+)\*\*: (?P<description>[^\n]*)\n"
-                           r"(?:  -> Allowed tools: [^\n]*\n)?  -> Read `(?P<path>[^`]+)`", re.M)
-_ACRONYM = re.compile(r"\b[A-Z]{2,}\b")
-_PREFERENCES = {"tldr": re.compile(r"start every report with a one-line TL;DR", re.I),
-                "sources": re.compile(r"end reports with a 'Sources' line", re.I)}
-_MEMORY_SAVED = ("Noted. I added \"- {rule}\" to my memory file {path} (edit_file answered: "
-                 "{result})")
-_MEMORY_HAD = "That preference is already in my memory file {path}: \"- {rule}\""
-
-
-def prompt_sections(messages: Sequence[BaseMessage]) -> dict[str, str]:
-    """The system prompt of a request, split where deepagents' middleware appended to it:
-    ``prompt`` (the authored part), ``skills`` (SkillsMiddleware's section), ``memory``
-    (MemoryMiddleware's ``<agent_memory>`` block) and ``memory guidelines``. Missing parts are
-    empty strings; no system message gives all empty."""
-    system = next((m for m in messages if m.type == "system"), None)
-    text = _plain(system) if system is not None else ""
-    starts = sorted((text.find(marker), name) for name, marker in _SECTIONS.items()
-                    if marker in text)
-    out = dict.fromkeys(["prompt", *_SECTIONS], "")
-    out["prompt"] = text[: starts[0][0]].strip() if starts else text.strip()
-    for (start, name), (end, _) in zip(starts, [*starts[1:], (len(text), "")]):
-        out[name] = text[start:end].strip()
-    return out
-
-
-def _memory_sources(view: _View) -> dict[str, str]:
-    """``path -> content`` of each memory file inside ``<agent_memory>`` (none if not loaded)."""
-    block = prompt_sections(view.messages)["memory"]
-    body = block.removeprefix("<agent_memory>").split("</agent_memory>")[0].strip()
-    parts = re.split(r"(?m)^(/\S+)\n\n", body)
-    return {path: content.strip() for path, content in zip(parts[1::2], parts[2::2])}
-
-
-def _stated_preference(view: _View) -> tuple[int, str] | None:
-    """(position, rule) if the latest user message states a lasting preference."""
-    for i in range(len(view.messages) - 1, -1, -1):
-        m = view.messages[i]
-        if isinstance(m, HumanMessage) and not m.additional_kwargs.get("lc_source"):
-            said = re.match(r"\s*from now on,\s*(.+?)\s*$", _plain(m), re.I | re.S)
-            if not said:
-                return None
-            rule = said.group(1)
-            return i, rule[0].upper() + rule[1:]
-    return None
-
-
-def _skill_to_read(task: sc.Task | None, view: _View, names: list[str]) -> str | None:
-    """The SKILL.md to read first: listed in the prompt, sharing an acronym with the request,
-    not yet read (its read_file result is not in view), with a step of the task still to do."""
-    if task is None or "read_file" not in names:
-        return None
-    listed = list(_SKILL_LISTED.finditer(prompt_sections(view.messages)["skills"]))
-    if not listed or all(s.evidence in view.text for s in task.steps):
-        return None
-    asked = next((_plain(m) for m in reversed(view.messages)
-                  if m.type == "human" and task.marker in _plain(m)), "")
-    read = {c["args"].get("file_path") for c, _ in view.answered.values() if c["name"] == "read_file"}
-    for skill in listed:
-        shared = set(_ACRONYM.findall(skill["description"])) & set(_ACRONYM.findall(asked))
-        if shared and skill["path"] not in read:
-            return skill["path"]
-    return None
-
-
-def _skill_report(view: _View) -> str | None:
-    """The report in the format of a SKILL.md read into context: its title and ``## `` headings."""
-    for call, result in view.answered.values():
-        path = str(call["args"].get("file_path", ""))
-        if call["name"] != "read_file" or not path.endswith("/SKILL.md"):
-            continue
-        headings = re.findall(r"^\s*(?:\d+\s+)?- `(## [^`]+)`", result, re.M)
-        title = re.search(r"`(# [^`]+)`", result)
-        if headings:
-            return _draft_formatted(view.text, title.group(1) if title else None, headings)
-    return None
-
-
-def _draft_formatted(text: str, title: str | None, headings: list[str]) -> str:
-    week = sc._meta()["week"]
-    out = [(title or "# Competitor report — <week>").replace("<week>", week),
-           "_Built from the fictional labkit data set, in the format its skill asks for._", ""]
-    companies = sc.companies()
-    for heading in headings:
-        out.append(heading)
-        h = heading.lower()
-        if "summary" in h:
-            seen = sum(f"Market data export — {c['name']} ({c['ticker']})" in text for c in companies)
-            out.append(f"- {seen} of {len(companies)} competitors' market data reviewed this week.")
-        elif "scorecard" in h or "competitor" in h:
-            for c in companies:
-                seen = f"Market data export — {c['name']} ({c['ticker']})" in text
-                out.append(f"- {c['name']} ({c['ticker']}): market data "
-                           f"{'reviewed' if seen else 'not reviewed'}; news: "
-                           f"{_headline(c['name'], text) or 'see the research notes'}")
-        elif "risk" in h:
-            out.extend(_draft_risks(text).splitlines()[2:])
-        else:
-            out.append("- (nothing in my context for this section)")
-        out.append("")
-    return "\n".join(out)
-
-
-def _with_preferences(draft: str, view: _View) -> str:
-    """The draft with each preference visible in ``<agent_memory>`` applied."""
-    memory = "\n".join(_memory_sources(view).values())
-    lines = draft.rstrip("\n").split("\n")
-    if _PREFERENCES["tldr"].search(memory):
-        seen = sum(f"Market data export — {c['name']}" in view.text for c in sc.companies())
-        lines.insert(1, f"TL;DR: {seen} of {len(sc.companies())} competitors researched this "
-                        "week; the details follow.")
-    if _PREFERENCES["sources"].search(memory):
-        lines += ["", "Sources: each competitor's market-data export and news digest "
-                      "(fictional labkit data)."]
-    return "\n".join(lines) + "\n"
 
 
 # -- choosing a model ---------------------------------------------------------------------------

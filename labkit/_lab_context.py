@@ -1,0 +1,76 @@
+"""How the lab model reads its context: the messages pre-read once, and the task they ask for.
+
+Private to ``labkit.model`` (notebook 01 introduces the lab model; every notebook uses it). A
+:class:`_View` is the whole context as plain text plus the tool calls that got an answer; the
+other helpers read it: the paths and KPI lines it quotes, a summary prompt (labkit's or
+deepagents', by their four section names), a summary's sections, and the task the user asked for.
+
+What it leaves out: deciding what to do with what it reads — that is ``LabModel._act``.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from dataclasses import dataclass, field
+
+from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
+
+from labkit import prompts
+from labkit import scenario as sc
+from labkit.tokens import message_text
+
+_PATHS = re.compile(r"(/(?:large_tool_results|conversation_history|reports|research)/[^\s'\"<>`),;]+)")
+_KPI = re.compile(r"kpi,([A-Z]{4}),(\w+),([\d.]+%?)")
+
+
+@dataclass
+class _View:
+    """The model's context, pre-read: all text, and the answered tool calls."""
+
+    messages: list[BaseMessage]
+    text: str
+    answered: dict[str, tuple[dict, str]] = field(default_factory=dict)  # id -> (call, result)
+
+
+def _plain(message: BaseMessage) -> str:
+    return html.unescape(message_text(message))
+
+
+def _read(messages: list[BaseMessage]) -> _View:
+    calls = {tc["id"]: tc for m in messages if isinstance(m, AIMessage) for tc in m.tool_calls}
+    answered = {
+        m.tool_call_id: (calls[m.tool_call_id], _plain(m))
+        for m in messages
+        if isinstance(m, ToolMessage) and m.tool_call_id in calls
+    }
+    return _View(messages, "\n".join(_plain(m) for m in messages), answered)
+
+
+def _section(text: str, name: str) -> str:
+    m = re.search(rf"##\s*{name}\s*\n(.*?)(?=\n##\s*[A-Z][A-Z ]+\n|</summary>|\Z)", text, re.S)
+    return m.group(1).strip() if m else ""
+
+
+def _is_summary_prompt(text: str) -> bool:
+    return all(s in text for s in prompts.SUMMARY_SECTIONS) and (
+        "<messages>" in text or "Context Extraction Assistant" in text
+    )
+
+
+def _active_task(view: _View) -> sc.Task | None:
+    """The latest thing the user asked for that is still visible: a human message naming a task,
+    or the last task in a summary's SESSION INTENT."""
+    for m in reversed(view.messages):
+        if m.type not in ("human", "system"):
+            continue
+        text = _plain(m)
+        intent = _section(text, "SESSION INTENT")
+        if intent:
+            found = [(intent.rfind(t.marker), t) for t in sc.tasks() if t.marker in intent]
+            if found:
+                return max(found, key=lambda p: p[0])[1]
+        for task in sc.tasks():
+            if task.marker in text and not intent:
+                return task
+    return None

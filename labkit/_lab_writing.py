@@ -1,0 +1,216 @@
+"""What the lab model writes: its summary, the files its write steps produce, a researcher's reply.
+
+Private to ``labkit.model``. Every text is built from the context alone (a :class:`_View`), so
+what is missing from the context is missing from the text:
+
+* :func:`summarize` — the extractive four-section summary (notebooks 07-11); re-exported as
+  ``labkit.model.summarize``;
+* the drafts of the running example's write steps (notebook 01): the weekly report — in a skill's
+  format when a ``SKILL.md`` is in view, with the memory's preferences (notebook 13) — the risks
+  note and the briefings;
+* a subagent's reply (notebook 12): a short research report, the raw dump, or the path of the
+  raw notes it saved;
+* the arguments of a forced or literal tool call: literal values or schema placeholders.
+
+What it leaves out: choosing when to write any of it — that is ``LabModel._act``.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+from typing import Any
+
+from labkit import scenario as sc
+from labkit._lab_context import _KPI, _PATHS, _View, _plain
+from labkit._lab_skills import _skill_format, _with_preferences
+
+# -- the summary --------------------------------------------------------------------------------
+
+
+def summarize(text: str, keep_figures: bool = False) -> str:
+    """The lab model's extractive four-section summary of a rendered history.
+
+    It quotes the evidence of every step it finds (so the work is not redone), lists file paths,
+    and keeps each KPI's name — but drops its value unless ``keep_figures``.
+    """
+    found = sorted((text.find(t.marker), t) for t in sc.tasks() if t.marker in text)
+    intent = "\n".join(f"- {t.request}" for _, t in found) or "None"
+    steps = {s.key: s for t in sc.tasks() for s in t.steps}
+    done = [s for s in steps.values() if s.evidence in text]
+    lines = [f"- {s.evidence}: done ({s.tool})." for s in done]
+    for ticker, kpi, value in dict.fromkeys(_KPI.findall(text)):
+        lines.append(f"- kpi,{ticker},{kpi},{value}" if keep_figures
+                     else f"- {ticker} {kpi}: reported (exact figure not kept)")
+    paths = list(dict.fromkeys(p.rstrip(".:") for p in _PATHS.findall(text)))
+    last = found[-1][1] if found else None
+    todo = [s for s in (last.steps if last else ()) if s.evidence not in text]
+    next_steps = "\n".join(f"- {s.tool}({json.dumps(s.args)})" for s in todo) or "None"
+    return (
+        f"## SESSION INTENT\n{intent}\n\n## SUMMARY\n{chr(10).join(lines) or 'None'}\n\n"
+        f"## ARTIFACTS\n{chr(10).join(f'- {p}' for p in paths) or 'None'}\n\n"
+        f"## NEXT STEPS\n{next_steps}"
+    )
+
+
+# -- the drafts ---------------------------------------------------------------------------------
+
+
+def _draft(task: sc.Task, step: sc.Step, view: _View) -> str:
+    """The file a write step produces, built from what is visible."""
+    if task.key == "report":
+        skill = _skill_format(view)
+        draft = _draft_formatted(view.text, *skill) if skill else _draft_report(view.text)
+        return _with_preferences(draft, view)
+    if task.key == "risks":
+        return _draft_risks(view.text)
+    ticker = step.args["file_path"].rsplit("/", 1)[-1].removesuffix(".md")
+    c = next(c for c in sc.companies() if c["ticker"] == ticker)
+    digest = next((r for call, r in view.answered.values() if call["name"] == "search_news"
+                   and f"News digest — {c['name']} ({ticker})" in r), None)
+    quoted = digest if digest else "(the news digest is no longer in my context)"
+    return f"# Briefing — {c['name']} ({ticker})\n\n## This week's news, in full\n\n{quoted}\n"
+
+
+def _draft_report(text: str) -> str:
+    out = [f"# Weekly competitor report — {sc._meta()['week']}",
+           "_Built from the fictional labkit data set._", ""]
+    for c in sc.companies():
+        out.append(f"## {c['name']} ({c['ticker']})")
+        exported = f"Market data export — {c['name']} ({c['ticker']})" in text
+        out.append("- Market data: export reviewed." if exported else "- Market data: not reviewed.")
+        news = _headline(c["name"], text)
+        out.append(f"- News: {news}" if news else "- News: see the research notes.")
+        out.append("")
+    return "\n".join(out)
+
+
+def _draft_formatted(text: str, title: str | None, headings: list[str]) -> str:
+    week = sc._meta()["week"]
+    out = [(title or "# Competitor report — <week>").replace("<week>", week),
+           "_Built from the fictional labkit data set, in the format its skill asks for._", ""]
+    companies = sc.companies()
+    for heading in headings:
+        out.append(heading)
+        h = heading.lower()
+        if "summary" in h:
+            seen = sum(f"Market data export — {c['name']} ({c['ticker']})" in text for c in companies)
+            out.append(f"- {seen} of {len(companies)} competitors' market data reviewed this week.")
+        elif "scorecard" in h or "competitor" in h:
+            for c in companies:
+                seen = f"Market data export — {c['name']} ({c['ticker']})" in text
+                out.append(f"- {c['name']} ({c['ticker']}): market data "
+                           f"{'reviewed' if seen else 'not reviewed'}; news: "
+                           f"{_headline(c['name'], text) or 'see the research notes'}")
+        elif "risk" in h:
+            out.extend(_draft_risks(text).splitlines()[2:])
+        else:
+            out.append("- (nothing in my context for this section)")
+        out.append("")
+    return "\n".join(out)
+
+
+def _draft_risks(text: str) -> str:
+    out = ["# Risks", ""]
+    for c in sc.companies():
+        news = _headline(c["name"], text)
+        out.append(f"- {c['name']}: watch how '{news}' plays out." if news
+                   else f"- {c['name']}: pricing pressure in {c['sector']}.")
+    return "\n".join(out) + "\n"
+
+
+def _headline(name: str, text: str) -> str | None:
+    m = re.search(rf"## (\d{{4}}-\d\d-\d\d): {re.escape(name)} ([^\n]+)", text)
+    if m:
+        return f"{m.group(2)} ({m.group(1)})"
+    noted = re.search(rf"News digest — {re.escape(name)} \([A-Z]+\): (.+ \(\d{{4}}-\d\d-\d\d\))$",
+                      text, re.M)  # a subagent's research notes
+    return noted.group(1) if noted else None
+
+
+# -- a researcher's reply (notebook 12) ---------------------------------------------------------
+
+
+def _research_report(ticker: str, text: str) -> str:
+    c = next(c for c in sc.companies() if c["ticker"] == ticker)
+    kpis = [f"{k}={v}" for t, k, v in dict.fromkeys(_KPI.findall(text)) if t == ticker]
+    news = _headline(c["name"], text)
+    return (f"{c['name']} ({ticker}) — research notes\n"
+            f"- Market data export — {c['name']} ({ticker}): KPIs {', '.join(kpis) or 'not found'}\n"
+            f"- News digest — {c['name']} ({ticker}): {news or 'no headline found'}")
+
+
+def _raw_results(view: _View) -> str:
+    return "\n\n".join(r for c, r in view.answered.values()
+                       if c["name"] in ("fetch_market_data", "search_news"))
+
+
+def _notes_to_write(task: sc.Task, view: _View, names: list[str]) -> dict | None:
+    """A researcher asked for raw notes in a file writes them once, after its research steps."""
+    if not task.key.startswith("research:") or sc.NOTES_INSTRUCTION not in view.text \
+            or "write_file" not in names:
+        return None
+    path = sc.notes_path(task.key.split(":")[1])
+    if f"Updated file {path}" in view.text:
+        return None
+    return {"file_path": path, "content": _raw_results(view)}
+
+
+def _research_reply(ticker: str, view: _View, raw: bool) -> str:
+    """What a researcher returns: the short report, or the raw dump; with notes saved, the path."""
+    path = sc.notes_path(ticker)
+    saved = f"Updated file {path}" in view.text
+    if saved and raw:
+        c = next(c for c in sc.companies() if c["ticker"] == ticker)
+        return (f"{c['name']} ({ticker}) — raw notes saved to {path}\n"
+                f"- Market data export — {c['name']} ({ticker}): in full in {path}\n"
+                f"- News digest — {c['name']} ({ticker}): in full in {path}")
+    if raw:
+        return _raw_results(view)
+    report = _research_report(ticker, view.text)
+    return f"{report}\n- Raw notes: {path}" if saved else report
+
+
+def _noted_figure(n: sc.Needle, text: str) -> str | None:
+    """The needle's value as a subagent's research notes quote it (``kpi=value``)."""
+    m = re.search(rf"\({n.ticker}\): KPIs [^\n]*\b{n.kpi}=(\d+(?:\.\d+)?%)", text)
+    return m.group(1) if m else None
+
+
+# -- the arguments of a forced or literal call --------------------------------------------------
+
+
+def _literal_args(schema: dict, view: _View) -> dict:
+    """Arguments for a forced or literal call: those written as ``name(...)`` in the last human
+    message, else the schema's defaults or visible placeholders."""
+    fn = schema["function"]
+    props = fn.get("parameters", {}).get("properties", {})
+    order = list(props)
+    humans = [_plain(m) for m in view.messages if m.type == "human"]
+    args: dict[str, Any] = {}
+    m = re.search(rf"\b{re.escape(fn['name'])}\s*\(([^()]*)\)", humans[-1] if humans else "")
+    if m:
+        try:
+            call = ast.parse(f"f({m.group(1)})", mode="eval").body
+            args = {order[i]: ast.literal_eval(a) for i, a in enumerate(call.args) if i < len(order)}
+            args.update({k.arg: ast.literal_eval(k.value) for k in call.keywords})
+        except (SyntaxError, ValueError):
+            args = {}
+    for name in fn.get("parameters", {}).get("required", []):
+        if name not in args:
+            args[name] = _placeholder(name, props.get(name, {}))
+    return args
+
+
+def _placeholder(name: str, prop: dict) -> Any:
+    """A value that fits the schema and shows it was not understood: ``"<name>"`` for text."""
+    if "default" in prop:
+        return prop["default"]
+    if prop.get("enum"):
+        return prop["enum"][0]
+    kind = prop.get("type")
+    if isinstance(kind, list):
+        kind = next((k for k in kind if k != "null"), "string")
+    return {"integer": 0, "number": 0.0, "boolean": False, "array": [], "object": {}}.get(
+        kind, f"<{name}>")
