@@ -1,8 +1,8 @@
 """The lab model's goal anchors: a todo list and a progress file (notebook 14).
 
-Private to ``labkit.model``; ``TODO_TOOL``, ``PROGRESS_PATH``, ``PROGRESS_PROMPT`` and
-``ANCHOR_MIN_STEPS`` are re-exported there (``labkit.evals`` and notebook 14 import them). For a
-task of ``ANCHOR_MIN_STEPS`` or more steps, these helpers say:
+Private to ``labkit.model``; ``TODO_TOOL`` and ``ANCHOR_MIN_STEPS`` are re-exported there, next
+to ``PROGRESS_PATH`` and ``PROGRESS_PROMPT`` from ``labkit.prompts`` (``labkit.evals`` and
+notebook 14 import them). For a task of ``ANCHOR_MIN_STEPS`` or more steps, these helpers say:
 
 * what to write — the todo list (the user's request first, then one item per step, statuses from
   the evidence in view) and the progress file (the goal, then the evidence of each step done);
@@ -12,7 +12,8 @@ task of ``ANCHOR_MIN_STEPS`` or more steps, these helpers say:
   the model says it has lost track.
 
 What it leaves out: the tools themselves — ``write_todos`` is langchain's ``TodoListMiddleware``,
-the file tools are deepagents'.
+the file tools are deepagents'; the instruction that turns the file on is
+``labkit.prompts.PROGRESS_PROMPT``.
 """
 
 from __future__ import annotations
@@ -22,14 +23,9 @@ import re
 
 from labkit import scenario as sc
 from labkit._lab_context import _View, _plain
+from labkit.prompts import PROGRESS_PATH
 
 TODO_TOOL = "write_todos"  # langchain's TodoListMiddleware adds it; deepagents does not by default
-PROGRESS_PATH = "/progress.md"
-PROGRESS_PROMPT = (
-    f"Keep a progress file at {PROGRESS_PATH}. When you start a task of several steps, write the "
-    "user's request in it as the goal; after each step, rewrite it with the steps done so far. "
-    f"If you can no longer see what you were asked to do, read {PROGRESS_PATH} before asking."
-)
 # write_todos' own description: "If the user's request is trivial and takes less than 3 steps,
 # it is better to NOT use this tool". The lab model follows it, for both anchors.
 ANCHOR_MIN_STEPS = 3

@@ -47,6 +47,15 @@ from langgraph.errors import GraphBubbleUp
 from langgraph.types import Command
 from pydantic import BaseModel, Field
 
+from labkit.prompts import (  # the task tool's texts, importable from here as before
+    BAD_CALL,
+    CHILD_FAILED,
+    GENERAL_PURPOSE_DESCRIPTION,
+    GENERAL_PURPOSE_PROMPT,
+    NO_TEXT,
+    TASK_DESCRIPTION,
+    TRUNCATED,
+)
 from labkit.tokens import encoding
 from labkit.trace import CallRecord, Recorder
 
@@ -69,32 +78,6 @@ __all__ = [
 
 TASK_TOOL = "task"
 ARGS = ("description", "subagent_type")
-
-TASK_DESCRIPTION = """Launch a subagent for one self-contained piece of work. It starts from your \
-description alone — a fresh context with its own system prompt and tools — and returns one \
-message: its final reply. You never see its intermediate steps.
-
-Available subagent types:
-{agents}
-
-Usage:
-- Put everything the subagent needs in `description`, and say what it should reply with.
-- Independent tasks run at once: make several task calls in one message.
-- A subagent shares your files: ask for long results in a file and the path in the reply."""
-
-GENERAL_PURPOSE_PROMPT = (
-    "You are a subagent. Complete the task you are given with your tools. The caller sees only "
-    "your final reply, not your tool calls or their results: make it complete and short."
-)
-GENERAL_PURPOSE_DESCRIPTION = (
-    "General-purpose agent for multi-step tasks: it has the tools it was given and the shared files."
-)
-TRUNCATED = ("\n\n[… cut by the task tool: {name!r} has an output cap of {cap:,} tokens and its "
-             "reply had {total:,}. Ask for long results in a file, and the path in the reply.]")
-BAD_CALL = ("Error: task takes exactly two arguments: description (text: the whole task and what "
-            "to reply with) and subagent_type (one of {types}). {problems}")
-NO_TEXT = "(the subagent finished without a text reply)"
-CHILD_FAILED = "Error: the {name!r} subagent stopped before replying: {error}"
 
 
 class TaskArgs(BaseModel):

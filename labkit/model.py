@@ -87,8 +87,6 @@ from labkit import prompts
 from labkit import scenario as sc
 from labkit._lab_anchors import (  # the constants are re-exported: evals and notebook 14 use them
     ANCHOR_MIN_STEPS,
-    PROGRESS_PATH,
-    PROGRESS_PROMPT,
     TODO_TOOL,
     _anchor_call,
     _anchored_task,
@@ -105,6 +103,7 @@ from labkit._lab_writing import (  # summarize is re-exported: replay and the te
     _research_reply,
     summarize,
 )
+from labkit.prompts import PROGRESS_PATH, PROGRESS_PROMPT  # re-exported, like the anchors
 from labkit.tokens import DEFAULT_ENCODING, TOKENS_PER_MESSAGE, TokenCounter, message_text
 
 __all__ = ["Call", "InvalidHistoryError", "LabModel", "get_model", "prompt_sections"]
@@ -112,9 +111,6 @@ __all__ = ["Call", "InvalidHistoryError", "LabModel", "get_model", "prompt_secti
 PROVIDER = "labkit"
 MODEL_NAME = "lab-model"
 COMPACT_TOOL = "compact_conversation"  # labkit's and deepagents' manual-compaction tool
-_MEMORY_SAVED = ("Noted. I added \"- {rule}\" to my memory file {path} (edit_file answered: "
-                 "{result})")
-_MEMORY_HAD = "That preference is already in my memory file {path}: \"- {rule}\""
 
 
 class InvalidHistoryError(ValueError):
@@ -462,9 +458,10 @@ class LabModel(BaseChatModel):
             edits = [r for cid, (c, r) in view.answered.items() if cid in after
                      and c["name"] == "edit_file" and c["args"].get("file_path") == path]
             if edits:
-                return AIMessage(_MEMORY_SAVED.format(rule=rule, path=path, result=edits[-1]))
+                return AIMessage(prompts.MEMORY_SAVED.format(rule=rule, path=path,
+                                                             result=edits[-1]))
             if rule in content:
-                return AIMessage(_MEMORY_HAD.format(rule=rule, path=path))
+                return AIMessage(prompts.MEMORY_HAD.format(rule=rule, path=path))
             if "edit_file" in names:
                 last = [line for line in content.splitlines() if line.strip()][-1]
                 return AIMessage("", tool_calls=[self._tool_call("edit_file", {

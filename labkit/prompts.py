@@ -1,6 +1,9 @@
-"""Text that learners read: the lab model's fixed replies and labkit's summary prompt.
+"""Text that learners read: the lab model's fixed replies, labkit's summary prompt, the offload
+stubs, the progress-file instruction and the ``task`` tool's texts.
 
-Kept apart from the logic so a change to any of it is a visible diff (tests snapshot them).
+Kept apart from the logic so a change to any of it is a visible diff (tests snapshot them). The
+modules that use a text re-export it where it was first taught: ``labkit.model.PROGRESS_PROMPT``,
+``labkit.isolate.TASK_DESCRIPTION`` and the ``task`` tool's answers.
 """
 
 from __future__ import annotations
@@ -8,16 +11,27 @@ from __future__ import annotations
 __all__ = [
     "ARG_TRUNCATED",
     "ARG_TRUNCATED_EDIT",
+    "BAD_CALL",
+    "CHILD_FAILED",
     "COMPACT_DONE",
     "COMPACT_REFUSED",
+    "GENERAL_PURPOSE_DESCRIPTION",
+    "GENERAL_PURPOSE_PROMPT",
     "GOAL_LOST",
     "KEEP_FIGURES",
     "LAB_MODEL_INTRO",
+    "MEMORY_HAD",
+    "MEMORY_SAVED",
     "NEEDLE_NOT_FOUND",
+    "NO_TEXT",
     "OFFLOAD_HUMAN_STUB",
     "OFFLOAD_RESULT_STUB",
+    "PROGRESS_PATH",
+    "PROGRESS_PROMPT",
     "SUMMARY_PROMPT",
     "SUMMARY_SECTIONS",
+    "TASK_DESCRIPTION",
+    "TRUNCATED",
 ]
 
 LAB_MODEL_INTRO = (
@@ -91,3 +105,46 @@ COMPACT_DONE = ("Compacted: {n} older messages were folded into a summary; the f
                 "archived in {path}.")
 COMPACT_REFUSED = ("Not compacted: {why}. Compaction loses detail, so it waits until there is "
                    "enough to gain.")
+
+# Skills and memory (notebook 13): the lab model's answer when the user states a preference.
+MEMORY_SAVED = ("Noted. I added \"- {rule}\" to my memory file {path} (edit_file answered: "
+                "{result})")
+MEMORY_HAD = "That preference is already in my memory file {path}: \"- {rule}\""
+
+# Goal anchors (notebook 14): the instruction that turns the progress-file anchor on. The lab
+# model keeps the file when a system message names PROGRESS_PATH.
+PROGRESS_PATH = "/progress.md"
+PROGRESS_PROMPT = (
+    f"Keep a progress file at {PROGRESS_PATH}. When you start a task of several steps, write the "
+    "user's request in it as the goal; after each step, rewrite it with the steps done so far. "
+    f"If you can no longer see what you were asked to do, read {PROGRESS_PATH} before asking."
+)
+
+# Isolation (notebook 12): the task tool's description ({agents}: one "- name: description" line
+# per subagent), the general-purpose subagent labkit.isolate.general_purpose() makes, and what the
+# task tool answers when a reply is cut, a call is malformed, a child has no text or fails.
+TASK_DESCRIPTION = """Launch a subagent for one self-contained piece of work. It starts from your \
+description alone — a fresh context with its own system prompt and tools — and returns one \
+message: its final reply. You never see its intermediate steps.
+
+Available subagent types:
+{agents}
+
+Usage:
+- Put everything the subagent needs in `description`, and say what it should reply with.
+- Independent tasks run at once: make several task calls in one message.
+- A subagent shares your files: ask for long results in a file and the path in the reply."""
+
+GENERAL_PURPOSE_PROMPT = (
+    "You are a subagent. Complete the task you are given with your tools. The caller sees only "
+    "your final reply, not your tool calls or their results: make it complete and short."
+)
+GENERAL_PURPOSE_DESCRIPTION = (
+    "General-purpose agent for multi-step tasks: it has the tools it was given and the shared files."
+)
+TRUNCATED = ("\n\n[… cut by the task tool: {name!r} has an output cap of {cap:,} tokens and its "
+             "reply had {total:,}. Ask for long results in a file, and the path in the reply.]")
+BAD_CALL = ("Error: task takes exactly two arguments: description (text: the whole task and what "
+            "to reply with) and subagent_type (one of {types}). {problems}")
+NO_TEXT = "(the subagent finished without a text reply)"
+CHILD_FAILED = "Error: the {name!r} subagent stopped before replying: {error}"
