@@ -206,9 +206,11 @@ class TokenCounter:
         from langchain_core.utils.function_calling import convert_to_openai_tool
 
         is_schema = isinstance(tool, dict) and "function" in tool
-        key = (self.encoding_name, json.dumps(tool["function"], sort_keys=True) if is_schema else id(tool))
+        shape = None if is_schema else _tool_shape(tool)
+        key = (self.encoding_name, json.dumps(tool["function"], sort_keys=True) if is_schema
+               else shape or id(tool))
         hit = _TOOL_TOKENS.get(key)
-        if hit is not None and (is_schema or hit[0] is tool):
+        if hit is not None and (is_schema or shape or hit[0] is tool):
             _TOOL_TOKENS.move_to_end(key)
             return hit[1]
         schema = tool if is_schema else convert_to_openai_tool(tool)
@@ -234,6 +236,18 @@ class TokenCounter:
         raise TypeError(
             f"count_tokens takes a str, a message or a list of messages, not {type(text_or_messages).__name__}"
         )
+
+
+def _tool_shape(tool: Any) -> tuple | None:
+    """A cheap key for a LangChain tool that determines its schema — name, description and the
+    argument fields — so the same tool rebuilt for another run is not converted again. ``None``
+    when the tool is not of that plain shape (then the object itself is the key)."""
+    fields = getattr(getattr(tool, "args_schema", None), "model_fields", None)
+    name, description = getattr(tool, "name", None), getattr(tool, "description", None)
+    if not isinstance(fields, dict) or not isinstance(name, str) or not isinstance(description, str):
+        return None
+    return (type(tool).__name__, name, description,
+            tuple((k, repr(f.annotation), f.description, repr(f.default)) for k, f in fields.items()))
 
 
 _counters: dict[str, TokenCounter] = {}
