@@ -290,7 +290,7 @@ class LabModel(BaseChatModel):
         _check_history(messages)
         names = [t["function"]["name"] for t in tools]
         n_in = self.counter.messages(messages) + sum(
-            self.counter.text(json.dumps(t["function"], ensure_ascii=False)) for t in tools)
+            self.counter.tool(t) for t in tools)
         last = _plain(messages[-1])
         call = Call(list(messages), names, n_in, "summary" if _is_summary_prompt(last) else "agent",
                     tool_choice=tool_choice)
