@@ -15,6 +15,11 @@ __all__ = [
     "CHILD_FAILED",
     "COMPACT_DONE",
     "COMPACT_REFUSED",
+    "COMPACT_TWICE",
+    "CONFLICT_DELETED",
+    "CONFLICT_REPLY",
+    "CONFLICT_SAVED",
+    "FILE_CONFLICT",
     "GENERAL_PURPOSE_DESCRIPTION",
     "GENERAL_PURPOSE_PROMPT",
     "GOAL_LOST",
@@ -103,6 +108,8 @@ ARG_TRUNCATED_EDIT = "…[{dropped:,} more characters not shown here; read {path
 # Manual compaction (notebook 11): the compact_conversation tool's two answers.
 COMPACT_DONE = ("Compacted: {n} older messages were folded into a summary; the full text is "
                 "archived in {path}.")
+COMPACT_TWICE = ("Error: compact_conversation was called more than once in one message; only the "
+                 "first call ({first}) compacts. Call it once, at a task boundary.")
 COMPACT_REFUSED = ("Not compacted: {why}. Compaction loses detail, so it waits until there is "
                    "enough to gain.")
 
@@ -148,3 +155,14 @@ BAD_CALL = ("Error: task takes exactly two arguments: description (text: the who
             "to reply with) and subagent_type (one of {types}). {problems}")
 NO_TEXT = "(the subagent finished without a text reply)"
 CHILD_FAILED = "Error: the {name!r} subagent stopped before replying: {error}"
+
+# Two children of one parallel block (the task calls of one AI message) changed the same file
+# differently: the later one to finish gets this answer. {outcome} is CONFLICT_SAVED, or
+# CONFLICT_DELETED when its change was a deletion; one FILE_CONFLICT per path, then its reply.
+FILE_CONFLICT = ("Error: file conflict on {path}. The {first!r} subagent (task call {first_id}) "
+                 "changed it too, in parallel, and finished first: its change stands. This {name!r} "
+                 "subagent (task call {tool_call_id}) {outcome}.")
+CONFLICT_SAVED = ("wrote a different version, which is saved at {saved} — compare the two and merge "
+                  "what matters")
+CONFLICT_DELETED = "deleted it; that deletion was not applied — delete the file yourself if it should go"
+CONFLICT_REPLY = "{conflicts}\n\nThe {name!r} subagent's reply:\n\n{reply}"

@@ -41,14 +41,14 @@ deepagents' own middleware (chars/4 trigger, another cut rule).
 
 from __future__ import annotations
 
-import types
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage, get_buffer_string
 
-from labkit.summarize import (Event, SummarizeMiddleware, archive_path, fold, should_compact,
+from labkit.summarize import (Event, SummarizeMiddleware, archive_path, fold, section_id, should_compact,
                               summary_message, summary_prompt)
 from labkit.tokens import PRICES, TokenCounter, cost, message_text
 from labkit.trace import KINDS, CallRecord, kind_of
@@ -207,7 +207,8 @@ def _knobs(trigger, keep, window: int, profile: bool) -> SummarizeMiddleware:
     """The middleware itself checks the knobs and picks the defaults (model profile or none)."""
     if isinstance(window, bool) or not isinstance(window, int) or window <= 0:
         raise ValueError(f"window must be a whole number of tokens > 0, got {window!r}")
-    stand_in = types.SimpleNamespace(profile={"max_input_tokens": window} if profile else None)
+    stand_in = GenericFakeChatModel(messages=iter(()),  # never called: only its profile is read
+                                    profile={"max_input_tokens": window} if profile else None)
     return SummarizeMiddleware(stand_in, trigger=trigger, keep=keep)
 
 
@@ -280,8 +281,9 @@ def replay(run: Any, *, trigger: tuple | None = None, keep: tuple | None = None,
         text, n_in, n_out = _summary(t, shown, events[-1] if events else None, cut, keep_figures)
         summary_in += n_in
         summary_out += n_out
+        number = len(events) + 1
         return Event(cut=absolute, summary=text, archive=path, created_at=n,
-                     number=len(events) + 1, reason=reason)
+                     number=number, reason=reason, section=section_id(t.messages, number))
 
     def add(event: Event, call: int) -> int:
         events.append(event)

@@ -8,15 +8,17 @@ every part of it visible:
   ``("messages", n)``. Defaults follow deepagents: 85% / keep 10% with a model profile, and the
   no-profile fallback of 170,000 tokens / keep 6 messages (which a 128k model never reaches).
 * **where** — :func:`cut_point`: keep the most recent ``keep`` (messages, or a token budget met by
-  a binary search over suffix sums), then :func:`safe_cut` moves the cut back so an AI message
-  with tool calls is never separated from its tool results.
+  a binary search over suffix sums) so that an AI message with tool calls is never separated
+  from its tool results: a token budget moves past a block of results when that still fits,
+  otherwise :func:`safe_cut` moves the cut back to the AI message.
 * **what** — an :class:`Event` (cut point, summary, archive path) is recorded in private state;
   ``state["messages"]`` is never touched, and the model's view is rebuilt on every call by
   :func:`view`: ``[summary message, *messages[cut:]]``.
-* **the archive** — before summarizing, the folded messages are appended to one markdown file per
-  thread under ``/conversation_history/``, one dated section per compaction (a compaction redone
-  after a failed call replaces its section); the summary message names that path, so exact
-  details can be read back.
+* **the archive** — before summarizing, the folded messages, as the agent's state holds them,
+  are appended to a markdown file under ``/conversation_history/``: one per thread for the
+  top-level agent, one of its own for each subagent; one section per compaction, owned by its
+  conversation (a redo after a failed call replaces only its own section). The summary message
+  names that path, so exact details can be read back.
 * **the summary** — a four-part prompt (``prompts.SUMMARY_PROMPT``); a second compaction folds
   the previous summary in (chained summaries).
 * **failure** — a ``ContextOverflowError`` from the model forces a compaction and one retry.
@@ -34,7 +36,7 @@ import asyncio
 import bisect
 import datetime as dt
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Annotated, Any, NotRequired
 
@@ -43,12 +45,14 @@ from langchain.agents.middleware import AgentMiddleware
 from langchain.agents.middleware.types import ExtendedModelResponse, PrivateStateAttr
 from langchain.tools import ToolRuntime
 from langchain_core.exceptions import ContextOverflowError
-from langchain_core.messages import BaseMessage, HumanMessage, ToolMessage, get_buffer_string
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage, get_buffer_string
 from langchain_core.tools import StructuredTool
 from langgraph.config import get_config
 from langgraph.types import Command
 
 from labkit import prompts
+from labkit._archive import archive_path, archive_section, section_id, with_section
 from labkit._sizes import check_limit, check_size, size_threshold
 from labkit.tokens import TokenCounter
 
@@ -63,6 +67,7 @@ __all__ = [
     "events_of",
     "fold",
     "safe_cut",
+    "section_id",
     "should_compact",
     "summary_message",
     "summary_prompt",
@@ -70,7 +75,6 @@ __all__ = [
 ]
 
 EVENTS_KEY = "_labkit_compactions"
-HISTORY_DIR = "/conversation_history"
 SUMMARY_TAGS = ["nostream", "labkit:summary"]
 SUMMARY_METADATA = {"lc_source": "summarization"}
 FALLBACK_TRIGGER = ("tokens", 170_000)
@@ -80,8 +84,9 @@ FALLBACK_KEEP = ("messages", 6)
 @dataclass(frozen=True)
 class Event:
     """One compaction: ``messages[:cut]`` are folded into ``summary``; the folded messages (not
-    earlier summaries) are archived in ``archive``. ``created_at`` is the number of messages in
-    state when it happened; ``number`` counts compactions in the thread."""
+    earlier summaries) are archived in ``archive``, in the section whose id is ``section``.
+    ``created_at`` is the number of messages in state when it happened; ``number`` counts
+    compactions in the conversation."""
 
     cut: int
     summary: str
@@ -89,6 +94,7 @@ class Event:
     created_at: int
     number: int
     reason: str = "trigger"  # "trigger", "overflow" or "manual"
+    section: str | None = None
 
 
 class _State(FilesystemState):
@@ -144,8 +150,20 @@ def cut_point(messages: Sequence[BaseMessage], keep: tuple, window: int | None,
             suffix[i] = suffix[i + 1] + sizes[i]
         # suffix is decreasing; find the first i with suffix[i] <= budget
         cut = bisect.bisect_left([-s for s in suffix], -budget)
+        cut = _fitting_cut(messages, min(max(cut, start), n - 1))
     cut = safe_cut(messages, min(max(cut, start), n - 1))  # the latest message always stays
     return cut if cut > start else start
+
+
+def _fitting_cut(messages: Sequence[BaseMessage], cut: int) -> int:
+    """For a token budget: ``cut`` is the smallest cut whose suffix fits. If it falls inside a
+    block of tool results, moving back to their AI message would keep more than the budget, so
+    move forward past the block instead — the first pair-safe cut that fits — as long as the
+    latest message stays. (langchain's cutter only moves back; notebook 08 compares them.)"""
+    forward = cut
+    while forward < len(messages) and isinstance(messages[forward], ToolMessage):
+        forward += 1
+    return forward if forward < len(messages) else cut
 
 
 def fold(messages: Sequence[BaseMessage], events: Sequence[Event], keep: tuple, window: int | None,
@@ -186,33 +204,6 @@ def summary_prompt(messages: Sequence[BaseMessage], keep_figures: bool = False) 
                                          fidelity=fidelity)
 
 
-def archive_section(messages: Sequence[BaseMessage], number: int, first: int,
-                    when: dt.datetime | None = None) -> str:
-    """One dated markdown section holding the folded messages, rendered as XML."""
-    when = when or dt.datetime.now(dt.timezone.utc)
-    last = first + len(messages) - 1
-    return (f"## Compaction {number} — {when.isoformat(timespec='seconds')} — messages "
-            f"{first}–{last}\n\n{get_buffer_string(list(messages), format='xml')}\n\n")
-
-
-def archive_path(thread_id: str) -> str:
-    """One archive per thread."""
-    from labkit.offload import safe_name
-
-    return f"{HISTORY_DIR}/{safe_name(thread_id or 'default')}.md"
-
-
-def _before_section(archive: str, number: int) -> str:
-    """The archive up to section ``number``, if it is already there: it was written by a
-    compaction whose event never reached state (the model call after it failed, and the run was
-    re-invoked), so the redo replaces it — each folded message is archived once."""
-    head = f"## Compaction {number} — "
-    if archive.startswith(head):
-        return ""
-    at = archive.rfind("\n\n" + head)
-    return archive if at < 0 else archive[:at + 2]
-
-
 def events_of(state: dict) -> list[Event]:
     """The compaction events recorded in a run's state, oldest first."""
     return [Event(**e) for e in state.get(EVENTS_KEY) or []]
@@ -249,6 +240,7 @@ class SummarizeMiddleware(AgentMiddleware):
         super().__init__()
         from deepagents.backends import StateBackend
 
+        model = _chat_model(model)
         default_trigger, default_keep = defaults(model)
         profile = getattr(model, "profile", None)
         self.window = check_limit("window", window, allow_none=False) if window is not None else (
@@ -288,19 +280,25 @@ class SummarizeMiddleware(AgentMiddleware):
 
     # -- compacting --------------------------------------------------------------------------
 
-    def compact(self, messages: list[BaseMessage], events: list[Event], thread_id: str,
-                reason: str = "trigger") -> Event | None:
-        """Fold what ``keep`` allows into a new event, or ``None`` if the cut cannot move forward."""
+    def compact(self, messages: list[BaseMessage], events: list[Event], owner: tuple = ("default", None),
+                reason: str = "trigger", stored: Sequence[BaseMessage] = ()) -> Event | None:
+        """Fold what ``keep`` allows into a new event, or ``None`` if the cut cannot move forward.
+
+        ``messages`` are what this middleware was handed (an outer middleware may have shortened
+        them); ``stored`` are the same messages as the agent's state holds them: the archive is
+        written from those, matched by message id, so it keeps every word. ``owner`` is
+        ``(thread id, agent name or None)``, from :meth:`owner`."""
         planned = fold(messages, events, self.keep, self.window, self.counter.message)
         if planned is None:
             return None
         shown, start, cut, absolute = planned
-        folded = shown[start:cut]
+        folded = _as_stored(shown[start:cut], stored)
         number = len(events) + 1
-        path = self._archive(folded, number, absolute - len(folded), thread_id)
+        section = section_id(stored or messages, number)
+        path = self._archive(folded, number, absolute - len(folded), owner, section)
         summary = self._summarize(shown[:cut])
         return Event(cut=absolute, summary=summary, archive=path, created_at=len(messages),
-                     number=number, reason=reason)
+                     number=number, reason=reason, section=section)
 
     def _summarize(self, messages: Sequence[BaseMessage]) -> str:
         """Ask the model for the summary. If the prompt itself overflows the summarizer, retry once
@@ -326,15 +324,18 @@ class SummarizeMiddleware(AgentMiddleware):
         return (enc.decode(ids[:head]) + "\n[... middle of the history omitted: it is in the archive ...]\n"
                 + enc.decode(ids[-tail:]))
 
-    def _archive(self, folded: Sequence[BaseMessage], number: int, first: int, thread_id: str) -> str | None:
-        path = archive_path(thread_id)
-        section = archive_section(folded, number, first, self.clock() if self.clock else None)
+    def _archive(self, folded: Sequence[BaseMessage], number: int, first: int, owner: tuple,
+                 section: str) -> str | None:
+        thread, agent = owner
+        path = archive_path(thread, agent, section.rsplit("-", 1)[0])
+        text = archive_section(folded, number, first, self.clock() if self.clock else None,
+                               section=section)
         try:
             found = self.backend.download_files([path])[0]
             error = None if found.error in (None, "file_not_found") else found.error
             if error is None:  # an archive that cannot be read is never overwritten
-                old = _before_section(found.content.decode("utf-8") if found.content else "", number)
-                error = getattr(self.backend.write(path, old + section), "error", None)
+                old = found.content.decode("utf-8") if found.content else ""
+                error = getattr(self.backend.write(path, with_section(old, section, text)), "error", None)
         except Exception as e:  # the run goes on; the summary just cannot point to an archive
             error = e
         if error:
@@ -345,11 +346,19 @@ class SummarizeMiddleware(AgentMiddleware):
 
     # -- hooks ---------------------------------------------------------------------------------
 
-    def _thread(self) -> str:
+    @staticmethod
+    def owner() -> tuple[str, str | None]:
+        """Whose archive this is: ``(thread id, None)`` for the top-level agent, ``(thread id,
+        agent name)`` inside a subagent — a run nested in a tool call of another agent, as
+        deepagents' ``task`` and ``labkit.isolate`` start them (they share the parent's thread)."""
         try:
-            return str(get_config().get("configurable", {}).get("thread_id") or "default")
+            config = get_config()
         except RuntimeError:
-            return "default"
+            return "default", None
+        thread = str(config.get("configurable", {}).get("thread_id") or "default")
+        if "|" not in str(config.get("configurable", {}).get("checkpoint_ns") or ""):
+            return thread, None
+        return thread, str(config.get("metadata", {}).get("lc_agent_name") or "subagent")
 
     def _before(self, request, events: list[Event]) -> tuple[list, list, list[Event]]:
         """The messages, the view to send and any new event: compact first past the trigger."""
@@ -358,15 +367,16 @@ class SummarizeMiddleware(AgentMiddleware):
         new: list[Event] = []
         tokens = self.request_tokens(shown, request.system_message, request.tools or ())
         if should_compact(tokens, len(shown), self.trigger, self.window):
-            event = self.compact(messages, events, self._thread())
+            event = self.compact(messages, events, self.owner(), stored=_stored(request))
             if event:
                 new.append(event)
                 shown = view(messages, event)
         return messages, shown, new
 
-    def _on_overflow(self, error: ContextOverflowError, messages, events: list[Event]) -> Event:
+    def _on_overflow(self, error: ContextOverflowError, messages, events: list[Event],
+                     stored: Sequence[BaseMessage] = ()) -> Event:
         """The event that makes room after an overflow — or the error, saying nothing can."""
-        event = self.compact(messages, events, self._thread(), reason="overflow")
+        event = self.compact(messages, events, self.owner(), reason="overflow", stored=stored)
         if event is None:
             raise ContextOverflowError(f"{error} — and nothing is left to compact "
                                        f"(keep={self.keep!r})") from error
@@ -385,7 +395,7 @@ class SummarizeMiddleware(AgentMiddleware):
         try:
             response = handler(request.override(messages=shown))
         except ContextOverflowError as error:
-            new.append(self._on_overflow(error, messages, events + new))
+            new.append(self._on_overflow(error, messages, events + new, _stored(request)))
             response = handler(request.override(messages=view(messages, new[-1])))
         return self._result(response, events, new)
 
@@ -396,7 +406,8 @@ class SummarizeMiddleware(AgentMiddleware):
         try:
             response = await handler(request.override(messages=shown))
         except ContextOverflowError as error:
-            new.append(await asyncio.to_thread(self._on_overflow, error, messages, events + new))
+            new.append(await asyncio.to_thread(self._on_overflow, error, messages, events + new,
+                                               _stored(request)))
             response = await handler(request.override(messages=view(messages, new[-1])))
         return self._result(response, events, new)
 
@@ -418,12 +429,17 @@ class SummarizeMiddleware(AgentMiddleware):
             for word. Use it at a task boundary, when the context is long."""
             state = runtime.state
             messages, events = list(state["messages"]), events_of(state)
+            first = _first_call(messages, runtime.tool_call_id)
+            if first != runtime.tool_call_id:
+                text = prompts.COMPACT_TWICE.format(first=first)
+                return Command(update={"messages": [ToolMessage(
+                    text, tool_call_id=runtime.tool_call_id, status="error")]})
             shown = view(messages, events[-1] if events else None)
             ok, why = self._gate_ok(shown, self.request_tokens(shown))
             if not ok:
                 text = prompts.COMPACT_REFUSED.format(why=why)
                 return Command(update={"messages": [ToolMessage(text, tool_call_id=runtime.tool_call_id)]})
-            event = self.compact(messages, events, self._thread(), reason="manual")
+            event = self.compact(messages, events, self.owner(), reason="manual", stored=messages)
             text = prompts.COMPACT_DONE.format(n=event.cut - (events[-1].cut if events else 0), path=event.archive) \
                 if event else prompts.COMPACT_REFUSED.format(why="nothing old enough to fold")
             update: dict[str, Any] = {"messages": [ToolMessage(text, tool_call_id=runtime.tool_call_id)]}
@@ -432,3 +448,44 @@ class SummarizeMiddleware(AgentMiddleware):
             return Command(update=update)
 
         return StructuredTool.from_function(compact_conversation)
+
+
+# -- helpers of the middleware --------------------------------------------------------------------
+
+
+def _chat_model(model: Any) -> BaseChatModel:
+    """The summarizer, checked when the middleware is built: a chat model, or a
+    ``"provider:model"`` string resolved by langchain's ``init_chat_model`` (as deepagents does)."""
+    if isinstance(model, str):
+        from langchain.chat_models import init_chat_model
+
+        try:
+            return init_chat_model(model)
+        except Exception as e:
+            raise ValueError(f"SummarizeMiddleware could not build the summarizer {model!r}: {e}") from e
+    if not isinstance(model, BaseChatModel):
+        raise TypeError(f"SummarizeMiddleware needs a chat model to write summaries (a BaseChatModel "
+                        f"or a 'provider:model' string), got {type(model).__name__}: {model!r:.60}")
+    return model
+
+
+def _stored(request) -> list[BaseMessage]:
+    """The messages as the agent's state holds them (an outer middleware may have changed the
+    request's copies, e.g. offload shortening old write_file arguments)."""
+    state = getattr(request, "state", None)
+    return list(state.get("messages") or []) if isinstance(state, Mapping) else []
+
+
+def _as_stored(folded: Sequence[BaseMessage], stored: Sequence[BaseMessage]) -> list[BaseMessage]:
+    """Each folded message replaced by the state's message with the same id, where there is one."""
+    by_id = {m.id: m for m in stored if m.id}
+    return [by_id.get(m.id, m) if m.id else m for m in folded]
+
+
+def _first_call(messages: Sequence[BaseMessage], tool_call_id: str) -> str:
+    """The id of the first ``compact_conversation`` call in the AI message that made this one
+    (the call's own id when it is the first, or when the message is not found)."""
+    for m in reversed(messages):
+        if isinstance(m, AIMessage) and any(tc.get("id") == tool_call_id for tc in m.tool_calls):
+            return next(tc["id"] for tc in m.tool_calls if tc["name"] == "compact_conversation")
+    return tool_call_id

@@ -287,14 +287,15 @@ def test_where_labkit_and_langchain_differ_on_the_cut():
 
 def test_a_cut_at_a_tool_result_right_after_the_summary_folds_nothing():
     """The previous event cut at a3 (index 3), so the view is [summary, a3, t-c1, h5, a6];
-    keeping 3 targets view index 2, c1's result, which moves back to a3 = start: no new event,
-    and the summarizer is never called."""
+    keeping 3 messages targets view index 2, c1's result, which moves back to a3 = start: no new
+    event, and the summarizer is never called. A budget of 30 tokens (three messages of 10) also
+    lands on t-c1, but moving forward past it (to h5) keeps 20 tokens, within the budget: cut 3."""
     messages = [H("h0"), A("a1"), H("h2"), A("a3", "c1"), T("c1"), H("h5"), A("a6")]
     first = Event(cut=3, summary="S1", archive=None, created_at=5, number=1)
     shown = view(messages, first)
     assert keys(shown[1:]) == keys(messages[3:])
     assert cut_point(shown, ("messages", 3), None, len, start=1) == 1
-    assert cut_point(shown, ("tokens", 30), None, lambda m: 10, start=1) == 1  # 3 messages fit: t-c1
+    assert cut_point(shown, ("tokens", 30), None, lambda m: 10, start=1) == 3  # forward past t-c1
     assert LC._find_safe_cutoff(shown, 3) == 1  # langchain agrees on the index, and would fold the summary
     never = scripted()  # no replies: a summary call would fail
     mw = SummarizeMiddleware(never, trigger=("messages", 4), keep=("messages", 3), backend=MemoryBackend())
@@ -306,10 +307,15 @@ def test_the_token_budget_counts_each_message_once_and_cuts_where_langchain_does
     35 (from a7), 55 (from h6) … 90 (from t-c1), 130 (from a1).
 
     * budget 35: the smallest fitting suffix starts at a7 (index 7), which is safe: cut 7;
-    * budget 25: it starts at t-c4 (8), a tool result, so the cut moves back to a7: cut 7;
-    * budget 80: it starts at t-c2 (3), the 2nd of a1's three results: back to a1, cut 1;
+    * budget 25: it starts at t-c4 (8), a tool result: moving back to a7 would keep 35 > 25, so
+      the cut moves forward past the block, to a9: cut 9 (keeps 5);
+    * budget 80: it starts at t-c2 (3), the 2nd of a1's three results: forward past t-c3 to a5,
+      cut 5 (keeps 60); langchain moves back to a1, cut 1, and keeps 125 — over the budget;
     * budget 4: nothing fits, and the latest message always stays: cut 9;
-    * a budget above the total folds nothing: cut 0."""
+    * a budget above the total folds nothing: cut 0.
+
+    Where the smallest fitting suffix starts at a safe message (35, 4, the total) langchain's
+    cutter agrees; inside a block of tool results it moves back, over the budget."""
     sizes = dict(zip([m.id for m in PARALLEL], [5, 40, 10, 10, 10, 5, 20, 20, 10, 5]))
     calls = []
 
@@ -317,12 +323,12 @@ def test_the_token_budget_counts_each_message_once_and_cuts_where_langchain_does
         calls.append(m.id)
         return sizes[m.id]
 
-    for budget, expected in [(35, 7), (25, 7), (80, 1), (4, 9), (10**6, 0)]:
+    for budget, expected, langchains in [(35, 7, 7), (25, 9, 7), (80, 5, 1), (4, 9, 9), (10**6, 0, 0)]:
         calls.clear()
         lc = LangchainSummarization(GenericFakeChatModel(messages=iter([])), keep=("tokens", budget),
                                     token_counter=lambda ms: sum(sizes[m.id] for m in ms))
         assert cut_point(PARALLEL, ("tokens", budget), None, tokens) == expected, budget
-        assert lc._find_token_based_cutoff(PARALLEL) == expected, budget
+        assert lc._find_token_based_cutoff(PARALLEL) == langchains, budget
         assert sorted(calls) == sorted(sizes), "each message is counted once, no more"
     assert cut_point(PARALLEL, ("fraction", 0.035), 1_000, tokens) == 7, "a fraction is a budget of the window"
 
@@ -338,7 +344,7 @@ SNAPSHOT_EVENT = Event(cut=12, summary="## SESSION INTENT\n- the weekly report\n
     ("summary_message_no_archive.txt",
      summary_message(Event(cut=3, summary="S", archive=None, created_at=5, number=1)).content),
     ("archive_section.txt", archive_section([H("h0"), A("", "c1", tool="fetch_market_data"), T("c1")],
-                                            1, 0, FIXED)),
+                                            1, 0, FIXED, section="0123456789ab-1")),
 ])
 def test_golden_snapshot(name, text):
     """Rewrite on purpose with ``LABKIT_UPDATE_SNAPSHOTS=1`` and commit with the change."""
@@ -447,9 +453,11 @@ def test_the_archive_holds_each_folded_range_once_in_dated_sections(run60):
     events, msgs = events_of(run.state), run.messages
     text = run.files[archive_path("lab")]
     cuts = [0] + [e.cut for e in events]
-    expected = "".join(archive_section(msgs[a:b], e.number, a, FIXED) for a, b, e in zip(cuts, cuts[1:], events))
+    expected = "".join(archive_section(msgs[a:b], e.number, a, FIXED, section=e.section)
+                       for a, b, e in zip(cuts, cuts[1:], events))
     assert text == expected
-    assert text.startswith(f"## Compaction 1 — 2025-01-02T03:04:05+00:00 — messages 0–{events[0].cut - 1}\n\n")
+    assert text.startswith(f"## Compaction 1 — 2025-01-02T03:04:05+00:00 — messages 0–{events[0].cut - 1}\n"
+                           f'<section id="{events[0].section}">\n\n')
     assert text.count("## Compaction ") == len(events)
     assert "<summary>" not in text and "This conversation was compacted" not in text, "never a summary"
     assert get_buffer_string(msgs[: events[-1].cut], format="xml").count("<message ") == \
@@ -518,9 +526,9 @@ def test_one_archive_file_per_thread(tmp_path):
         events, msgs = events_of(state), state["messages"]
         assert len(events) >= 3 and all(e.archive == f"/conversation_history/{thread}.md" for e in events)
         text = (tmp_path / "conversation_history" / f"{thread}.md").read_text(encoding="utf-8")
-        assert text.startswith("## Compaction 1 — 2025-01-02T03:04:05+00:00 — messages 0–2\n\n")
+        assert text.startswith("## Compaction 1 — 2025-01-02T03:04:05+00:00 — messages 0–2\n<section")
         cuts = [0] + [e.cut for e in events]
-        assert text == "".join(archive_section(msgs[a:b], e.number, a, FIXED)
+        assert text == "".join(archive_section(msgs[a:b], e.number, a, FIXED, section=e.section)
                                for a, b, e in zip(cuts, cuts[1:], events))
         assert "<summary>" not in text
         assert state["messages"][-1].type == "ai" and not state["messages"][-1].tool_calls
@@ -563,7 +571,8 @@ def test_a_compaction_redone_after_a_failed_call_replaces_its_section():
     assert backend.files[archive_path("t")].count("## Compaction 1 — ") == 1
     agent.invoke(None, config("t"))
     (event,) = events_of(agent.get_state(config("t")).values)
-    assert backend.files[archive_path("t")] == archive_section(_history()[:3], 1, 0, FIXED)
+    assert backend.files[archive_path("t")] == archive_section(_history()[:3], 1, 0, FIXED,
+                                                               section=event.section)
     assert event.cut == 3 and len(summarizer.calls) == 2
 
 

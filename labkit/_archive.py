@@ -1,0 +1,79 @@
+"""The compaction archive: where it lives, what one section looks like, and who owns a section.
+
+Used by: labkit.summarize (which re-exports the public names) and labkit.replay.
+
+Three rules keep every folded message in exactly one section:
+
+* **one file per agent** — the top-level agent of a thread archives to
+  ``/conversation_history/<thread>.md``; a subagent (a nested run: deepagents' ``task`` or
+  ``labkit.isolate``) to ``/conversation_history/<thread>/<agent name>-<conversation>.md``, so a
+  child never writes into its parent's file, nor into a sibling's;
+* **sections are owned** — each section carries an id, ``<conversation>-<number>``, where the
+  conversation is named by its first message (its id in state); a compaction redone after a
+  failed model call replaces only the section with its own id, and anything else is appended;
+* **boundaries cannot be forged** — the messages are rendered as escaped XML (no raw ``<`` can
+  come from content), and a section is delimited by raw ``<section>`` tags, so a pasted log or
+  a ``cat`` of an archive inside a message cannot end or start a section.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+from collections.abc import Sequence
+from xml.sax.saxutils import quoteattr
+
+from langchain_core.messages import BaseMessage, get_buffer_string
+
+from labkit.offload import HISTORY_DIR, safe_name
+
+_CLOSE = "\n</section>\n"
+
+
+def conversation_key(messages: Sequence[BaseMessage]) -> str:
+    """Twelve hex characters naming a conversation: a hash of its first message's id (langgraph
+    gives every message in state one), or of its type and text when it has none."""
+    if not messages:
+        return "empty"
+    first = messages[0]
+    name = f"id:{first.id}" if first.id else f"{first.type}:{first.text}"
+    return hashlib.sha256(name.encode("utf-8", "surrogatepass")).hexdigest()[:12]
+
+
+def section_id(messages: Sequence[BaseMessage], number: int) -> str:
+    """The id of compaction ``number`` of the conversation whose state is ``messages``."""
+    return f"{conversation_key(messages)}-{number}"
+
+
+def archive_path(thread_id: str, agent: str | None = None, conversation: str | None = None) -> str:
+    """The top-level agent's archive for a thread, or, with ``agent``, a subagent's own file."""
+    thread = safe_name(thread_id or "default")
+    if agent is None:
+        return f"{HISTORY_DIR}/{thread}.md"
+    return f"{HISTORY_DIR}/{thread}/{safe_name(agent)}-{conversation or 'conversation'}.md"
+
+
+def archive_section(messages: Sequence[BaseMessage], number: int, first: int,
+                    when: dt.datetime | None = None, *, section: str) -> str:
+    """One dated section holding the folded messages (rendered as XML), tagged with its id."""
+    when = when or dt.datetime.now(dt.timezone.utc)
+    last = first + len(messages) - 1
+    return (f"## Compaction {number} — {when.isoformat(timespec='seconds')} — messages "
+            f"{first}–{last}\n<section id={quoteattr(section)}>\n\n"
+            f"{get_buffer_string(list(messages), format='xml')}\n{_CLOSE}\n")
+
+
+def with_section(archive: str, section: str, text: str) -> str:
+    """``archive`` with ``text`` in place of the section whose id is ``section``, or appended
+    when there is none. Nothing else in the file is touched."""
+    tag = f"\n<section id={quoteattr(section)}>\n"
+    at = archive.find(tag)
+    if at < 0:
+        return archive + text
+    start = archive.rfind("\n", 0, at) + 1  # the section's heading line
+    end = archive.find(_CLOSE, at)
+    if end < 0:  # the file was cut short after this section began: keep it, append anew
+        return archive + text
+    end += len(_CLOSE)
+    end += archive.startswith("\n", end)
+    return archive[:start] + text + archive[end:]
