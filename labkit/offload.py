@@ -268,15 +268,23 @@ class OffloadMiddleware(AgentMiddleware):
     def _write(self, path: str, text: str) -> str | None:
         """Write ``text`` at ``path`` (or a free variant of it); the path written, or ``None``
         after a warning if the backend failed. An existing file with other content is never
-        overwritten."""
+        overwritten, and nothing is written where the backend cannot say whether a file exists:
+        the content then stays in the context."""
         candidates = [path, *(f"{path}.{k}" for k in range(2, 100))]
         for candidate in candidates:
             try:
                 existing = self.backend.download_files([candidate])[0]
-            except Exception as e:  # a backend that cannot even look: try to write anyway
-                existing = None
-                warnings.warn(f"labkit offload: could not check {candidate}: {e}", stacklevel=3)
-            if existing is not None and existing.error is None and existing.content is not None:
+                if existing.error == "is_directory":
+                    continue
+                unknown = existing.error not in (None, "file_not_found")
+            except Exception as e:
+                existing, unknown = None, e
+            if unknown:  # never write blind: an earlier stub may still point there
+                warnings.warn(f"labkit offload: could not check whether {candidate} exists "
+                              f"({unknown}); the content stays in the context, nothing is lost",
+                              stacklevel=3)
+                return None
+            if existing.error is None and existing.content is not None:
                 if existing.content.decode("utf-8", "replace") == text:
                     return candidate  # already there, same bytes
                 continue

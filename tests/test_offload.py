@@ -12,7 +12,7 @@ from types import SimpleNamespace
 
 import pytest
 from deepagents.backends import FilesystemBackend
-from deepagents.backends.protocol import WriteResult
+from deepagents.backends.protocol import FileDownloadResponse, WriteResult
 from deepagents.backends.utils import create_file_data
 from deepagents.middleware.filesystem import FilesystemMiddleware
 from hypothesis import given, settings
@@ -197,6 +197,38 @@ def test_a_failed_write_keeps_the_original_and_warns(tmp_path, mode):
     with pytest.warns(UserWarning, match="nothing is lost"):
         out = off.wrap_tool_call(_request("x"), lambda r: original)
     assert out is original and off.evicted == []
+
+
+class _Blind(FilesystemBackend):
+    """A backend that cannot tell whether a file exists: looking raises, or answers an error."""
+
+    def __init__(self, root, mode):
+        super().__init__(root_dir=root, virtual_mode=True)
+        self.mode, self.writes = mode, 0
+
+    def download_files(self, paths):
+        if self.mode == "raise":
+            raise ConnectionError("store unreachable")
+        return [FileDownloadResponse(path=p, error="permission_denied") for p in paths]
+
+    def write(self, file_path, content):
+        self.writes += 1
+        return super().write(file_path, content)
+
+
+@pytest.mark.parametrize("mode", ["raise", "error"])
+def test_offload_never_writes_blind(tmp_path, mode):
+    """An earlier result lives at call_1, and its stub still points there. When the backend
+    cannot say whether call_1 exists, offload writes nothing and keeps the result in context."""
+    (tmp_path / "large_tool_results").mkdir()
+    (tmp_path / "large_tool_results" / "call_1").write_text("an earlier result")
+    backend = _Blind(tmp_path, mode)
+    off = OffloadMiddleware(backend=backend, tool_limit=10)
+    original = ToolMessage(ENGLISH, tool_call_id="call_1")
+    with pytest.warns(UserWarning, match="could not check whether /large_tool_results/call_1 exists"):
+        out = off.wrap_tool_call(_request("x"), lambda r: original)
+    assert out is original and off.evicted == [] and backend.writes == 0
+    assert (tmp_path / "large_tool_results" / "call_1").read_text() == "an earlier result"
 
 
 def test_an_existing_file_with_other_content_is_never_overwritten(tmp_path):
