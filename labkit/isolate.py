@@ -8,7 +8,10 @@ isolation keeps the noise out from the start. :class:`IsolateMiddleware` gives t
   prompt and tools (a :class:`SubagentSpec`); nothing of the parent's conversation goes down;
 * **shared files** — the child gets the parent's files and its writes come back as a ``files``
   update (with deepagents' ``StateBackend``, files live in state; another backend is shared
-  as it is), so a child can leave its raw notes in a file and return the path;
+  as it is), so a child can leave its raw notes in a file and return the path. Nothing is lost
+  to parallel children: when two of one AI message's task calls change a path differently, the
+  first to finish keeps it and the later one's version goes to ``<path>.<its tool call id>``,
+  its reply an error naming both;
 * **one message back** — the child's last AI text, cut to the spec's ``output_cap`` tokens with
   a note saying so; its tool calls and results never reach the parent;
 * **separate accounting** — each child run has its own ``labkit.trace.Recorder``; the middleware
@@ -26,13 +29,15 @@ The pure helpers (:func:`check_call`, :func:`child_state`, :func:`final_text`, :
 Unlike deepagents' ``SubAgentMiddleware`` (notebook 12 runs both on the same fan-out): only
 ``files`` is passed down (deepagents passes every non-private state key), no general-purpose
 subagent is added for you (:func:`general_purpose` makes one), a deleted file is deleted in the
-parent too, and a failing child does not end the parent's run. What it leaves out: structured
-output, forked context (``mode="fork"``), async remote subagents, human-in-the-loop.
+parent too, parallel children never overwrite each other's files silently, and a failing child
+does not end the parent's run. What it leaves out: structured output, forked context
+(``mode="fork"``), async remote subagents, human-in-the-loop.
 """
 
 from __future__ import annotations
 
 import threading
+from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -47,6 +52,7 @@ from langgraph.errors import GraphBubbleUp
 from langgraph.types import Command
 from pydantic import BaseModel, Field
 
+from labkit._isolate_files import Claim, conflict_reply, file_updates, locate, settle
 from labkit.prompts import (  # the task tool's texts, importable from here as before
     BAD_CALL,
     CHILD_FAILED,
@@ -78,6 +84,7 @@ __all__ = [
 
 TASK_TOOL = "task"
 ARGS = ("description", "subagent_type")
+BLOCKS_KEPT = 16  # parallel blocks whose file claims are remembered (older ones are in state)
 
 
 class TaskArgs(BaseModel):
@@ -199,14 +206,6 @@ def cap_output(text: str, cap: int | None, name: str = "subagent",
     return enc.decode(ids[:cap]) + TRUNCATED.format(name=name, cap=cap, total=len(ids)), len(ids)
 
 
-def file_updates(before: Mapping[str, Any], after: Mapping[str, Any]) -> dict[str, Any]:
-    """What the child changed in the files: new or changed entries, and ``None`` for a deletion
-    (deepagents' files reducer reads ``None`` as "delete")."""
-    changed = {p: d for p, d in after.items() if p not in before or before[p] != d}
-    changed.update({p: None for p in before if p not in after})
-    return changed
-
-
 def calls_by_context(calls: Sequence[Any]) -> dict[str, list[Any]]:
     """Group ``LabModel.calls`` by the context they belong to: the text of each call's first
     human message (a child's is its task description; the parent's is the first user turn).
@@ -235,6 +234,7 @@ class ChildRun:
     capped: bool = False
     files: list[str] = field(default_factory=list)  # paths the child wrote (or deleted)
     error: str | None = None
+    conflicts: dict[str, str | None] = field(default_factory=dict)  # path -> where its version went
 
     @property
     def peak(self) -> int:
@@ -276,6 +276,7 @@ class IsolateMiddleware(AgentMiddleware):
     gets deepagents' file tools on ``backend`` (``StateBackend`` if None), eviction off as in
     ``scenario.run``; ``child_middleware`` is added to every child (an offloader, say) — the same
     instances in every child, and children run in parallel, so they must keep no per-run state.
+    Without file tools a child's files still come back if its middleware keeps any (an offloader).
 
     Example:
         >>> from labkit import LabModel, scenario
@@ -305,6 +306,7 @@ class IsolateMiddleware(AgentMiddleware):
         self.model, self.specs, self.backend = model, specs, backend
         self.file_tools, self.child_middleware, self.price = file_tools, list(child_middleware), price
         self._children: list[ChildRun] = []
+        self._blocks: OrderedDict[tuple, dict[str, Claim]] = OrderedDict()  # AI message -> claims
         self._lock = threading.Lock()
         self.tools = [self._task_tool()]
 
@@ -340,16 +342,24 @@ class IsolateMiddleware(AgentMiddleware):
 
     def _start(self, description: str, subagent_type: str, state: Mapping, tool_call_id: str):
         spec = next(s for s in self.specs if s.name == subagent_type)
-        run = ChildRun(_order(state.get("messages", []), tool_call_id), tool_call_id,
+        run = ChildRun(locate(state.get("messages", []), tool_call_id)[0], tool_call_id,
                        subagent_type, description)
         recorder = Recorder(self.price)
         run.records = recorder.records
         with self._lock:
             self._children.append(run)
-        files = state.get("files") or {}
-        return spec, run, self._child(spec, recorder), child_state(description, files), files
+        return spec, run, self._child(spec, recorder), child_state(description, state.get("files"))
 
-    def _finish(self, spec, run: ChildRun, result, error, files, tool_call_id) -> Command:
+    def _settle(self, state: Mapping, tool_call_id: str, subagent_type: str, changed: dict):
+        block = locate(state.get("messages", []), tool_call_id)[1]
+        with self._lock:
+            claims = self._blocks.pop(block, None) or {}
+            self._blocks[block] = claims  # the most recent last; the oldest are forgotten
+            while len(self._blocks) > BLOCKS_KEPT:
+                self._blocks.popitem(last=False)
+            return settle(claims, changed, tool_call_id, subagent_type, state.get("files") or {})
+
+    def _finish(self, spec, run: ChildRun, result, error, state, tool_call_id) -> Command:
         update: dict[str, Any] = {}
         if error is not None:
             run.error = f"{type(error).__name__}: {error}"
@@ -359,17 +369,24 @@ class IsolateMiddleware(AgentMiddleware):
                                                 spec.name)
             run.capped = spec.output_cap is not None and run.reply_tokens > spec.output_cap
             status = "success"
-            changed = file_updates(files, result.get("files") or {}) if self.file_tools else {}
+            # no "files" key: the child had no files-aware middleware (not "every file deleted")
+            after = result.get("files")
+            changed = file_updates(state.get("files") or {}, after) \
+                if isinstance(after, Mapping) else {}
+            changed, conflicts = self._settle(state, tool_call_id, spec.name, changed)
             run.files = sorted(changed)
             if changed:
                 update["files"] = changed
+            if conflicts:  # the parent hears of each, and still gets the whole reply
+                run.conflicts = {c.path: c.saved for c in conflicts}
+                text, status = conflict_reply(text, conflicts, spec.name, tool_call_id), "error"
         run.reply = text
         update["messages"] = [ToolMessage(text, tool_call_id=tool_call_id, name=TASK_TOOL,
                                           status=status)]
         return Command(update=update)
 
     def _run(self, description, subagent_type, state, tool_call_id) -> Command:
-        spec, run, agent, first, files = self._start(description, subagent_type, state, tool_call_id)
+        spec, run, agent, first = self._start(description, subagent_type, state, tool_call_id)
         result, error = None, None
         try:
             result = agent.invoke(first)
@@ -377,10 +394,10 @@ class IsolateMiddleware(AgentMiddleware):
             raise
         except Exception as e:  # the parent hears about it; its run goes on
             error = e
-        return self._finish(spec, run, result, error, files, tool_call_id)
+        return self._finish(spec, run, result, error, state, tool_call_id)
 
     async def _arun(self, description, subagent_type, state, tool_call_id) -> Command:
-        spec, run, agent, first, files = self._start(description, subagent_type, state, tool_call_id)
+        spec, run, agent, first = self._start(description, subagent_type, state, tool_call_id)
         result, error = None, None
         try:
             result = await agent.ainvoke(first)
@@ -388,7 +405,7 @@ class IsolateMiddleware(AgentMiddleware):
             raise
         except Exception as e:
             error = e
-        return self._finish(spec, run, result, error, files, tool_call_id)
+        return self._finish(spec, run, result, error, state, tool_call_id)
 
     # malformed calls are answered before the tool node validates them
 
@@ -408,12 +425,3 @@ class IsolateMiddleware(AgentMiddleware):
         refusal = self._refusal(request)
         return refusal if refusal is not None else await handler(request)
 
-
-def _order(messages: Sequence[BaseMessage], tool_call_id: str) -> tuple[int, int]:
-    for i in range(len(messages) - 1, -1, -1):
-        m = messages[i]
-        if isinstance(m, AIMessage):
-            for j, tc in enumerate(m.tool_calls):
-                if tc["id"] == tool_call_id:
-                    return (i, j)
-    return (len(messages), 0)

@@ -53,6 +53,10 @@ looks only at the messages it is sent, so every context decision has a visible c
   never when the task is lost.
 
 Every call is logged in ``model.calls`` — the course's main instrument for "what the model saw".
+Its tool-call ids read ``call_<tag>_<n>``: ``tag`` is 4 hex digits of the sha256 of the text of
+the first human message it was sent (a middleware's summary aside; a child's is its task), ``n``
+counts that context's calls — two children with their own models never share an id, and a run
+repeats exactly.
 
 What it leaves out: any language understanding. Outside the scenario it says what it is and how
 to switch to a real model (``LABKIT_MODEL``); when a tool is forced or written out literally as
@@ -65,10 +69,11 @@ the context), ``_lab_writing`` (the summary, drafts and replies it writes), ``_l
 
 from __future__ import annotations
 
-import itertools
+import hashlib
 import json
 import os
 import re
+import threading
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -111,6 +116,7 @@ __all__ = ["Call", "InvalidHistoryError", "LabModel", "get_model", "prompt_secti
 PROVIDER = "labkit"
 MODEL_NAME = "lab-model"
 COMPACT_TOOL = "compact_conversation"  # labkit's and deepagents' manual-compaction tool
+_IDS_LOCK = threading.Lock()  # guards each model's tool-call numbering (no ids live here)
 
 
 class InvalidHistoryError(ValueError):
@@ -214,7 +220,7 @@ class LabModel(BaseChatModel):
     api_key: SecretStr | None = None
 
     _calls: list[Call] = PrivateAttr(default_factory=list)
-    _ids: Any = PrivateAttr(default_factory=lambda: itertools.count(1))
+    _ids: dict[str, int] = PrivateAttr(default_factory=dict)  # context tag -> last number used
     _counter: TokenCounter | None = PrivateAttr(default=None)
 
     model_config = {"populate_by_name": True, "extra": "forbid"}
@@ -303,6 +309,7 @@ class LabModel(BaseChatModel):
             message = AIMessage(self._summarize(last, prompt=last))
         else:
             message = self._act(_read(messages), tools, tool_choice)
+            self._number(message, messages)
         for s in stop or self.stop or ():
             if s and s in message.content:
                 message.content = message.content[: message.content.index(s)]
@@ -341,7 +348,26 @@ class LabModel(BaseChatModel):
     # -- behaviour -----------------------------------------------------------------------------
 
     def _tool_call(self, name: str, args: dict) -> dict:
-        return {"name": name, "args": args, "id": f"call_{next(self._ids):03d}", "type": "tool_call"}
+        return {"name": name, "args": args, "id": None, "type": "tool_call"}  # _number sets it
+
+    def _number(self, message: AIMessage, messages: list[BaseMessage]) -> None:
+        """Give the reply's tool calls their ids: ``call_<tag>_<n>``, ``n`` past both this model's
+        last number for the context and any id of that form already in it (a history another
+        model made), so an id never repeats in a context."""
+        if not message.tool_calls:
+            return
+        first = next((m for m in messages if isinstance(m, HumanMessage)  # not a summary: its
+                      and not m.additional_kwargs.get("lc_source")), None)  # archive name is random
+        text = first.text if first is not None else ""
+        tag = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:4]
+        mine = re.compile(rf"call_{tag}_(\d+)")
+        seen = [int(hit.group(1)) for m in messages if isinstance(m, AIMessage)
+                for tc in m.tool_calls if (hit := mine.fullmatch(tc["id"] or ""))]
+        with _IDS_LOCK:  # children may share one model and one context tag
+            n = max([self._ids.get(tag, 0), *seen])
+            self._ids[tag] = n + len(message.tool_calls)
+        message.tool_calls = [{**tc, "id": f"call_{tag}_{n + k:03d}"}
+                              for k, tc in enumerate(message.tool_calls, start=1)]
 
     def _act(self, view: _View, tools: list[dict], tool_choice: Any) -> AIMessage:
         """Decide from the context alone; ``tool_choice`` narrows the tools it may call ("none":

@@ -41,7 +41,7 @@ def test_right_answer_passes():
     ({**RIGHT, 9: True}, "whole numbers"),
     ({k: v for k, v in RIGHT.items() if k != 25}, r"missing \[25\]"),
     ({**RIGHT, 6: 25}, r"not asked: \[6\]"),
-    ({k: 32 - k for k in RIGHT}, r"k=10: 22 is the naive cut .* a tool result \(the answer to call_011\)"),
+    ({k: 32 - k for k in RIGHT}, r"k=10: 22 is the naive cut .* a tool result \(the answer to call_e3b0_002\)"),
     ({**RIGHT, 14: 19}, "k=14: a cut at 19 keeps only 13 messages, fewer than k"),
     ({**RIGHT, 9: 22}, r"k=9: history\[22\] is a tool result .* moved further back"),
     ({**RIGHT, 20: 9}, r"k=20: history\[9\] is the AI message that calls fetch_market_data .* further back"),

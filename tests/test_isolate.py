@@ -12,6 +12,7 @@ parent only ever holds five short reports (about 130 tokens each): its peak stay
 from __future__ import annotations
 
 import asyncio
+import re
 import threading
 import time
 
@@ -24,7 +25,8 @@ from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
 from pydantic import Field
 
-from labkit import LabModel, plots, scenario
+from labkit import LabModel, offload, plots, scenario
+from labkit._isolate_files import Claim, fresh_path, settle
 from labkit.isolate import (
     TASK_TOOL,
     IsolateMiddleware,
@@ -39,6 +41,7 @@ from labkit.isolate import (
     general_purpose,
     task_description,
 )
+from labkit.offload import OffloadMiddleware
 from labkit.tokens import count_tokens
 
 TICKERS = [c["ticker"] for c in scenario.companies()]
@@ -73,11 +76,28 @@ def _parent(replies: list[AIMessage], iso: IsolateMiddleware):
     return agent, parent
 
 
-def _invoke(agent, text="go", files=None):
+def _invoke(agent, text="go", files=None, mode="invoke"):
     state = {"messages": [HumanMessage(text)]}
     if files:
         state["files"] = files
-    return agent.invoke(state, config={"configurable": {"thread_id": "t"}})
+    config = {"configurable": {"thread_id": "t"}}
+    if mode == "ainvoke":
+        return asyncio.run(agent.ainvoke(state, config=config))
+    return agent.invoke(state, config=config)
+
+
+def _fan(descriptions: list[str], kinds: list[str] | None = None) -> AIMessage:
+    """One AI message with a task call per description: ids t0, t1, ... (one parallel block)."""
+    kinds = kinds or ["general-purpose"] * len(descriptions)
+    return AIMessage("", tool_calls=[
+        {"name": TASK_TOOL, "args": {"description": d, "subagent_type": k}, "id": f"t{i}",
+         "type": "tool_call"} for i, (d, k) in enumerate(zip(descriptions, kinds))])
+
+
+@tool
+def lookup(name: str) -> str:
+    """Look a name up: sixty rows about it."""
+    return "\n".join(f"{name} row {i}: value {i * 7}" for i in range(60))
 
 
 def _fanout(window=200_000, raw=False, notes=False, cap=None, harness="agent", **iso_kwargs):
@@ -210,9 +230,54 @@ def test_cap_output_cuts_at_exactly_the_cap_and_says_so():
 
 def test_file_updates_are_new_changed_and_deleted_files_only():
     a, b = create_file_data("a"), create_file_data("b")
-    before = {"/keep.md": a, "/edit.md": a, "/gone.md": a}
-    after = {"/keep.md": a, "/edit.md": b, "/new.md": b}
-    assert file_updates(before, after) == {"/edit.md": b, "/new.md": b, "/gone.md": None}
+    again = {**create_file_data("a"), "modified_at": "2099-01-01T00:00:00+00:00"}
+    before = {"/keep.md": a, "/edit.md": a, "/gone.md": a, "/same.md": a}
+    after = {"/keep.md": a, "/edit.md": b, "/new.md": b, "/same.md": again}
+    assert file_updates(before, after) == {"/edit.md": b, "/new.md": b, "/gone.md": None}, \
+        "a rewrite with the same text is no change (it would otherwise overwrite a sibling's)"
+
+
+def test_settle_keeps_the_first_version_and_saves_the_later_one_beside_it():
+    """The rules one block's claims follow, each on the smallest case."""
+    a, b = create_file_data("a"), create_file_data("b")
+    claims: dict = {}
+    assert settle(claims, {"/x.md": a}, "c1", "alpha", []) == ({"/x.md": a}, [])
+    update, [conflict] = settle(claims, {"/x.md": b}, "c2", "beta", ["/x.md", "/x.md.c2"])
+    assert conflict.first == claims["/x.md"] == Claim("c1", "alpha", conflict.first.digest)
+    assert conflict.saved == "/x.md.c2.2" and update == {"/x.md.c2.2": b}, \
+        "an existing path is never overwritten"
+    same = create_file_data("a")
+    assert settle(claims, {"/x.md": same}, "c3", "beta", []) == ({"/x.md": same}, []), \
+        "the same content twice is no conflict"
+    update, [deleted] = settle(claims, {"/x.md": None}, "c4", "beta", [])
+    assert update == {} and deleted.saved is None, "a deletion is a change too: not applied"
+    update, conflicts = settle(claims, {"/x.md": b}, "c1", "alpha", [])
+    assert conflicts == [] and update == {"/x.md": b} and claims["/x.md"].tool_call_id == "c1", \
+        "a resumed run (same tool call id) replaces its own claim"
+    assert claims["/x.md.c2.2"].tool_call_id == "c2", "a saved version is claimed in its turn"
+    assert fresh_path("/r/a.md", "toolu_01/../x", set()) == "/r/a.md.toolu_01_x"
+
+
+def test_the_middleware_keeps_claims_per_parallel_block_and_forgets_old_blocks():
+    """A block is one parent AI message; the same tool call id again (a resumed run) is no
+    conflict, another message is another block, and only the latest blocks are remembered."""
+    from labkit.isolate import BLOCKS_KEPT
+
+    iso = IsolateMiddleware(LabModel(), [general_purpose()])
+    a, b = create_file_data("a"), create_file_data("b")
+
+    def state(n):
+        return {"messages": [HumanMessage("go"), _fan(["x", "y"]).model_copy(update={"id": f"ai{n}"})],
+                "files": {}}
+
+    assert iso._settle(state(0), "t0", "general-purpose", {"/x.md": a}) == ({"/x.md": a}, [])
+    assert iso._settle(state(0), "t0", "general-purpose", {"/x.md": b}) == ({"/x.md": b}, [])
+    assert [c.first.tool_call_id for c in iso._settle(state(0), "t1", "general-purpose",
+                                                       {"/x.md": a})[1]] == ["t0"]
+    assert iso._settle(state(1), "t1", "general-purpose", {"/x.md": a}) == ({"/x.md": a}, [])
+    for n in range(2, 3 * BLOCKS_KEPT):
+        iso._settle(state(n), "t0", "general-purpose", {})
+    assert len(iso._blocks) == BLOCKS_KEPT
 
 
 # -- one task call through a real agent --------------------------------------------------------------
@@ -380,6 +445,82 @@ def test_the_task_tool_works_under_ainvoke():
     state = asyncio.run(agent.ainvoke({"messages": [HumanMessage(scenario.FANOUT)]}))
     assert len(iso.children) == 5 and all(c.records and c.error is None for c in iso.children)
     assert "/reports/weekly.md" in state["files"]
+
+
+# -- parallel children lose no file ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("mode", ["invoke", "ainvoke"])
+def test_parallel_children_writing_one_file_lose_no_version(mode):
+    """Four children of one AI message each write /shared.md. deepagents' files reducer alone
+    would keep one version and tell all four "Updated file". Here the first to finish keeps the
+    path; each of the other three gets an error naming both children, and its version is at the
+    fresh path the error gives."""
+    versions = {f"t{i}": f"version written by t{i}" for i in range(4)}
+    iso = IsolateMiddleware(LabModel(), [general_purpose()])
+    agent, _ = _parent([_fan([f"Please run write_file('/shared.md', '{v}')"
+                              for v in versions.values()])], iso)
+    state = _invoke(agent, mode=mode)
+    replies = [m for m in state["messages"] if isinstance(m, ToolMessage)]
+    [kept] = [m.tool_call_id for m in replies if m.status == "success"]
+    errors = [m for m in replies if m.status == "error"]
+    assert len(errors) == 3
+    assert file_data_to_string(state["files"]["/shared.md"]) == versions[kept]
+    saved = {}
+    for m in errors:
+        assert m.content.startswith("Error: file conflict on /shared.md.")
+        assert f"'general-purpose' subagent (task call {kept})" in m.content, "names who kept it"
+        assert f"'general-purpose' subagent (task call {m.tool_call_id})" in m.content
+        assert m.content.endswith("The tool returned: Updated file /shared.md"), \
+            "the child's own reply is still there"
+        path = saved[m.tool_call_id] = re.search(r"saved at (\S+)", m.content).group(1)
+        assert file_data_to_string(state["files"][path]) == versions[m.tool_call_id]
+    assert set(state["files"]) == {"/shared.md", *saved.values()}, "only fresh paths were added"
+    assert set(saved.values()) == {f"/shared.md.{t}" for t in saved}
+    assert {c.tool_call_id: c.conflicts for c in iso.children} == {
+        kept: {}, **{t: {"/shared.md": p} for t, p in saved.items()}}
+
+
+def test_children_writing_the_same_text_do_not_conflict():
+    iso = IsolateMiddleware(LabModel(), [general_purpose()])
+    agent, _ = _parent([_fan(["Please run write_file('/same.md', 'agreed')",
+                              "Please write it: write_file('/same.md', 'agreed')"])], iso)
+    state = _invoke(agent)
+    assert [m.status for m in state["messages"] if isinstance(m, ToolMessage)] == ["success"] * 2
+    assert set(state["files"]) == {"/same.md"}
+    assert file_data_to_string(state["files"]["/same.md"]) == "agreed"
+
+
+def test_children_with_their_own_models_offload_to_distinct_files():
+    """Each child has its own LabModel, so each numbers its own tool calls. The ids carry a tag
+    of the child's task, so the two offload files differ and each holds its own child's rows
+    (with ``call_001`` in both, one child's data would have been lost)."""
+    specs = [SubagentSpec(name=n, description=f"Looks up {n}.", system_prompt="Look it up.",
+                          tools=[lookup], model=LabModel()) for n in ("alpha", "beta")]
+    iso = IsolateMiddleware(LabModel(), specs, child_middleware=[OffloadMiddleware(tool_limit=100)])
+    agent, _ = _parent([_fan(["Please run lookup('alpha')", "Please run lookup('beta')"],
+                             ["alpha", "beta"])], iso)
+    state = _invoke(agent)
+    replies = [m for m in state["messages"] if isinstance(m, ToolMessage)]
+    assert [m.status for m in replies] == ["success", "success"]
+    paths = [re.search(r"saved to a file: (\S+)", m.content).group(1) for m in replies]
+    assert paths[0] != paths[1] and all(p.startswith(offload.RESULTS_DIR) for p in paths)
+    for name, path in zip(("alpha", "beta"), paths):
+        assert offload.unwrap(file_data_to_string(state["files"][path])) == lookup.invoke(name)
+
+
+def test_an_offloading_child_without_file_tools_still_sends_its_files_back():
+    """``file_tools=False`` leaves out the file tools, not the files: an offloader in the child
+    writes to the child's files, and the file its stub names must reach the parent."""
+    iso = IsolateMiddleware(LabModel(), [general_purpose([lookup])], file_tools=False,
+                            child_middleware=[OffloadMiddleware(tool_limit=100)])
+    agent, _ = _parent([_task({"description": "Please run lookup('gamma')",
+                               "subagent_type": "general-purpose"})], iso)
+    state = _invoke(agent)
+    reply = state["messages"][2]
+    path = re.search(r"saved to a file: (\S+)", reply.content).group(1)
+    assert reply.status == "success" and iso.children[0].files == [path]
+    assert offload.unwrap(file_data_to_string(state["files"][path])) == lookup.invoke("gamma")
 
 
 # -- the lab model as parent and as subagent ------------------------------------------------------------

@@ -8,6 +8,7 @@ the model (its summarization defaults, its summary prompt, its file tools' schem
 from __future__ import annotations
 
 import functools
+import hashlib
 import json
 import operator
 import os
@@ -500,6 +501,56 @@ def test_two_fresh_runs_are_identical(harness, window):
     assert all(r.error is None and r.score.goal_completed for r in runs)
     assert len(first.calls) > 10
     assert _fingerprint(first) == _fingerprint(second)
+
+
+def _tag(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:4]
+
+
+def _ids(reply: AIMessage) -> list[str]:
+    return [tc["id"] for tc in reply.tool_calls]
+
+
+def test_tool_call_ids_name_the_context_and_count_its_calls():
+    """``call_<tag>_<n>``: the tag is the first 4 hex digits of the sha256 of the first human
+    message's text; n counts the calls of that context, whatever other contexts the same model
+    serves in between (children sharing one model run in parallel)."""
+    model = LabModel(window=200_000)
+    a, b = scenario.research_request("BRLM"), scenario.research_request("CRVD")
+    first_a = ask([HumanMessage(a)], model=model)
+    first_b = ask([HumanMessage(b)], model=model)
+    second_a = ask([HumanMessage(a), *fetched("BRLM", _ids(first_a)[0])], model=model)
+    assert _ids(first_a) + _ids(second_a) == [f"call_{_tag(a)}_001", f"call_{_tag(a)}_002"]
+    assert _ids(first_b) == [f"call_{_tag(b)}_001"] and _tag(a) != _tag(b)
+
+
+def test_two_models_never_share_an_id_across_contexts_and_agree_on_the_same_one():
+    """Two children with their own models used to both say ``call_001``; now the id carries the
+    child's task. Two fresh models on the same context still answer the same id: runs repeat."""
+    tasks = [scenario.research_request(t) for t in ("BRLM", "CRVD")]
+    ids = [_ids(ask([HumanMessage(t)], model=LabModel()))[0] for t in tasks]
+    assert ids[0] != ids[1]
+    assert _ids(ask([HumanMessage(tasks[0])], model=LabModel()))[0] == ids[0]
+    assert len({_tag(t.request) for t in scenario.tasks()}) == len(scenario.tasks()), \
+        "the course's tasks have distinct tags"
+
+
+def test_a_fresh_model_continuing_a_history_does_not_reuse_its_ids():
+    history = [HumanMessage(scenario.REQUEST)]
+    for ticker in ("BRLM", "CRVD"):
+        history += fetched(ticker, _ids(ask(history))[0])  # a new model for every call
+    assert [m.tool_calls[0]["id"] for m in history[1::2]] == [
+        f"call_{_tag(scenario.REQUEST)}_00{n}" for n in (1, 2)]
+    assert _ids(ask(history)) == [f"call_{_tag(scenario.REQUEST)}_003"]
+
+
+def test_a_summary_message_does_not_set_the_tag():
+    """deepagents' summary names an archive with a random uuid: a tag taken from it would make
+    every run's ids different. Summaries (``lc_source``) are skipped; the user's request counts."""
+    summary = HumanMessage("Summary; the history is in /conversation_history/session_0f3a9c.md",
+                           additional_kwargs={"lc_source": "summarization"})
+    reply = ask([summary, HumanMessage(scenario.REQUEST)])
+    assert _ids(reply) == [f"call_{_tag(scenario.REQUEST)}_001"]
 
 
 # -- golden snapshots of the text learners read -------------------------------------------------

@@ -1,0 +1,138 @@
+"""The files of isolated children: what one child changed, and who changed a path first.
+
+Used by: labkit.isolate (notebook 12).
+
+Children of one parallel block (the ``task`` calls of one parent AI message) each start from the
+same copy of the parent's files. deepagents' files reducer would merge their changes with the last
+one winning; here the first child to finish claims each path it changed, and a later child with a
+different version of a claimed path gets that version saved at a fresh sibling path instead.
+Content decides: the same text written twice is no change, and no conflict.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Iterable, Mapping, MutableMapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from langchain_core.messages import AIMessage, BaseMessage
+
+from labkit.prompts import CONFLICT_DELETED, CONFLICT_REPLY, CONFLICT_SAVED, FILE_CONFLICT
+
+__all__ = ["Claim", "Conflict", "conflict_reply", "file_updates", "fresh_path", "locate", "settle"]
+
+
+@dataclass(frozen=True)
+class Claim:
+    """Which child of a block changed a path first, and to what (``None``: it deleted it)."""
+
+    tool_call_id: str
+    subagent_type: str
+    digest: str | None
+
+
+@dataclass(frozen=True)
+class Conflict:
+    """A path a later child changed differently: ``first`` keeps it; this child's version went to
+    ``saved`` (``None`` when this child deleted the path: the deletion is not applied)."""
+
+    path: str
+    first: Claim
+    saved: str | None
+
+
+def locate(messages: Sequence[BaseMessage], tool_call_id: str) -> tuple[tuple[int, int], tuple]:
+    """Where a task call sits: its order (parent message index, position among its tool calls)
+    and its parallel block — the AI message that made it, by id and tool call ids."""
+    for i in range(len(messages) - 1, -1, -1):
+        m = messages[i]
+        if isinstance(m, AIMessage):
+            for j, tc in enumerate(m.tool_calls):
+                if tc["id"] == tool_call_id:
+                    return (i, j), (m.id, tuple(t["id"] for t in m.tool_calls))
+    return (len(messages), 0), (None, (tool_call_id,))
+
+
+def _content(data: Any) -> Any:
+    """What a file holds, without its timestamps (deepagents' ``FileData``; legacy list content
+    is joined as deepagents joins it)."""
+    if not isinstance(data, Mapping):
+        return data
+    content = data.get("content")
+    if isinstance(content, list):
+        content = "\n".join(map(str, content))
+    return content, data.get("encoding", "utf-8")
+
+
+def _digest(data: Any) -> str | None:
+    if data is None:
+        return None
+    return hashlib.sha256(repr(_content(data)).encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def file_updates(before: Mapping[str, Any], after: Mapping[str, Any]) -> dict[str, Any]:
+    """What the child changed in the files: new entries, entries whose content changed (a rewrite
+    with the same text is not a change), and ``None`` for a deletion (deepagents' files reducer
+    reads ``None`` as "delete")."""
+    changed = {p: d for p, d in after.items()
+               if p not in before or (before[p] != d and _content(before[p]) != _content(d))}
+    changed.update({p: None for p in before if p not in after})
+    return changed
+
+
+def fresh_path(path: str, tool_call_id: str, taken: Iterable[str]) -> str:
+    """A sibling of ``path`` named after the tool call, ``/a.md.<id>``, that is not in ``taken``
+    (``/a.md.<id>.2``, ``.3``… otherwise)."""
+    taken = set(taken)
+    base = f"{path}.{re.sub(r'[^A-Za-z0-9_-]+', '_', tool_call_id).strip('_')[:64] or 'task'}"
+    candidate, k = base, 1
+    while candidate in taken:
+        k += 1
+        candidate = f"{base}.{k}"
+    return candidate
+
+
+def settle(claims: MutableMapping[str, Claim], changed: Mapping[str, Any], tool_call_id: str,
+           subagent_type: str, existing: Iterable[str]) -> tuple[dict[str, Any], list[Conflict]]:
+    """Fold one finished child's ``changed`` files into its block's ``claims`` (updated in place:
+    the caller holds the lock) and return the ``files`` update for the parent and the conflicts.
+
+    A path nobody in the block claimed, or claimed with the same content, is this child's. A path
+    another child claimed with other content stays theirs: this child's version is saved at a
+    :func:`fresh_path` — never one in ``existing`` (the parent's files), claimed, or changed — and
+    claimed in its turn. A child that runs again under the same tool call id (a resumed run)
+    replaces its own earlier claims instead of conflicting with them.
+    """
+    for path in [p for p, c in claims.items() if c.tool_call_id == tool_call_id]:
+        del claims[path]
+    existing = set(existing)
+    update: dict[str, Any] = {}
+    later: list[tuple[str, Claim, Any]] = []
+    for path, data in changed.items():
+        mine, first = Claim(tool_call_id, subagent_type, _digest(data)), claims.get(path)
+        if first is None or first.digest == mine.digest:
+            claims.setdefault(path, mine)
+            update[path] = data
+        else:
+            later.append((path, first, data))
+    conflicts = []
+    for path, first, data in later:
+        saved = None
+        if data is not None:
+            saved = fresh_path(path, tool_call_id, {*existing, *claims, *changed})
+            claims[saved] = Claim(tool_call_id, subagent_type, _digest(data))
+            update[saved] = data
+        conflicts.append(Conflict(path, first, saved))
+    return update, conflicts
+
+
+def conflict_reply(reply: str, conflicts: Sequence[Conflict], name: str, tool_call_id: str) -> str:
+    """The later child's answer: one ``FILE_CONFLICT`` note per path, then its whole reply."""
+    notes = "\n".join(FILE_CONFLICT.format(
+        path=c.path, first=c.first.subagent_type, first_id=c.first.tool_call_id, name=name,
+        tool_call_id=tool_call_id,
+        outcome=CONFLICT_SAVED.format(saved=c.saved) if c.saved else CONFLICT_DELETED)
+        for c in conflicts)
+    return CONFLICT_REPLY.format(conflicts=notes, name=name, reply=reply)
