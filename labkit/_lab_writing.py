@@ -146,20 +146,27 @@ def _raw_results(view: _View) -> str:
                        if c["name"] in ("fetch_market_data", "search_news"))
 
 
+def _notes_path(ticker: str, view: _View) -> str | None:
+    """Where a researcher was asked to save its raw notes: its company's file, the one file all
+    researchers share, or nowhere."""
+    if sc.SHARED_NOTES_INSTRUCTION in view.text:
+        return sc.SHARED_NOTES_PATH
+    return sc.notes_path(ticker) if sc.NOTES_INSTRUCTION in view.text else None
+
+
 def _notes_to_write(task: sc.Task, view: _View, names: list[str]) -> dict | None:
     """A researcher asked for raw notes in a file writes them once, after its research steps."""
-    if not task.key.startswith("research:") or sc.NOTES_INSTRUCTION not in view.text \
-            or "write_file" not in names:
+    if not task.key.startswith("research:") or "write_file" not in names:
         return None
-    path = sc.notes_path(task.key.split(":")[1])
-    if f"Updated file {path}" in view.text:
+    path = _notes_path(task.key.split(":")[1], view)
+    if path is None or f"Updated file {path}" in view.text:
         return None
     return {"file_path": path, "content": _raw_results(view)}
 
 
 def _research_reply(ticker: str, view: _View, raw: bool) -> str:
     """What a researcher returns: the short report, or the raw dump; with notes saved, the path."""
-    path = sc.notes_path(ticker)
+    path = _notes_path(ticker, view) or sc.notes_path(ticker)
     saved = f"Updated file {path}" in view.text
     if saved and raw:
         c = next(c for c in sc.companies() if c["ticker"] == ticker)

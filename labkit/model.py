@@ -21,7 +21,7 @@ looks only at the messages it is sent, so every context decision has a visible c
   ``keep_figures=True`` or the prompt asks to keep exact figures.
 * **As a subagent** it researches one company and returns a short report, or the raw dump with
   ``raw_subagent_output=True``. If its context asks for raw notes in a file
-  (``scenario.NOTES_INSTRUCTION``) and it has ``write_file``, it saves the dump to
+  (``scenario.NOTES_INSTRUCTION``, or the shared file's) and it has ``write_file``, it saves the dump to
   ``scenario.notes_path(ticker)`` first and names the path in its reply (only the path, in raw mode).
 * **As a parent** (notebook 12), with ``delegate_research=True`` and a ``task`` tool bound during
   the report task, it delegates: one ``task`` call per company whose research evidence is not

@@ -34,6 +34,8 @@ __all__ = [
     "FEEDBACK",
     "NEEDLE_QUESTION",
     "NOTES_INSTRUCTION",
+    "SHARED_NOTES_INSTRUCTION",
+    "SHARED_NOTES_PATH",
     "REQUEST",
     "BRIEFINGS",
     "FANOUT",
@@ -105,6 +107,8 @@ NOTES_INSTRUCTION = (
     f"Save your raw notes — the whole export and digest — to {NOTES_DIR}/<TICKER>.md with "
     "write_file, and name that file in your reply."
 )
+SHARED_NOTES_PATH = f"{NOTES_DIR}/notes.md"  # one file for every researcher: parallel writes collide
+SHARED_NOTES_INSTRUCTION = NOTES_INSTRUCTION.replace(f"{NOTES_DIR}/<TICKER>.md", SHARED_NOTES_PATH)
 RESEARCHER_DESCRIPTION = (
     "Researches one competitor: pulls its market-data export and news digest and replies with a "
     "short report (every KPI with its exact figure, and the week's headline). One company per call."
@@ -286,15 +290,20 @@ def notes_path(ticker: str) -> str:
     return f"{NOTES_DIR}/{_ticker(ticker)}.md"
 
 
-def researcher(notes: bool = False, **tool_options: Any) -> dict[str, Any]:
+def researcher(notes: bool | str = False, **tool_options: Any) -> dict[str, Any]:
     """The fan-out's researcher subagent as a spec dict: ``name``, ``description``,
     ``system_prompt``, ``tools`` (the two data tools; ``tool_options`` go to :func:`tools`).
 
     deepagents takes it as a ``SubAgent`` (``create_deep_agent(subagents=[researcher()])``) and
     ``labkit.isolate.SubagentSpec(**researcher())`` takes the same keys. ``notes=True`` adds
-    ``NOTES_INSTRUCTION`` to the prompt: raw data goes to a file, not into the reply.
+    ``NOTES_INSTRUCTION`` to the prompt: raw data goes to a file, not into the reply (one file per
+    company); ``notes="shared"`` asks every researcher for the same file, ``SHARED_NOTES_PATH``
+    (notebook 12: parallel children writing one file).
     """
-    prompt = f"{RESEARCHER_PROMPT} {NOTES_INSTRUCTION}" if notes else RESEARCHER_PROMPT
+    if notes not in (False, True, "shared"):
+        raise ValueError(f"notes must be False, True or 'shared', got {notes!r}")
+    instruction = SHARED_NOTES_INSTRUCTION if notes == "shared" else NOTES_INSTRUCTION
+    prompt = f"{RESEARCHER_PROMPT} {instruction}" if notes else RESEARCHER_PROMPT
     return {"name": "researcher", "description": RESEARCHER_DESCRIPTION, "system_prompt": prompt,
             "tools": tools(**tool_options)}
 

@@ -583,6 +583,23 @@ def test_notes_go_to_files_and_the_reply_names_the_path():
     assert max(r.seen for r in run.records) < 5_000
 
 
+def test_researchers_told_to_share_one_notes_file_lose_no_notes():
+    """notes="shared": all five children write /research/notes.md in parallel. labkit keeps the
+    first to finish there and the four others beside it, each with an error reply naming it;
+    deepagents' reducer keeps the last (its FERN child evicted the export first, so not even
+    that company's notes survive whole). The flip is the test above: one file per company."""
+    run, _, iso = _fanout(window=128_000, raw=True, notes="shared")
+    notes = {p: t for p, t in run.files.items() if p.startswith(scenario.SHARED_NOTES_PATH)}
+    assert len(notes) == 5 and all(sum(scenario.export_text(t) in x for x in notes.values()) == 1 for t in TICKERS)
+    conflicted = [c for c in iso.children if c.conflicts]
+    assert len(conflicted) == 4 and all(c.conflicts[scenario.SHARED_NOTES_PATH] in notes for c in conflicted)
+    theirs, _, _ = _fanout(window=128_000, raw=True, notes="shared", harness="deep")
+    assert [p for p in theirs.files if p.startswith(scenario.SHARED_NOTES_PATH)] == [scenario.SHARED_NOTES_PATH]
+    assert sum(scenario.export_text(t) in theirs.files[scenario.SHARED_NOTES_PATH] for t in TICKERS) <= 1
+    with pytest.raises(ValueError, match="notes must be"):
+        scenario.researcher(notes="yes")
+
+
 def test_a_cap_that_cuts_the_evidence_makes_the_parent_redo_the_work():
     run, _, iso = _fanout(cap=60)
     own = [tc["name"] for m in run.messages if isinstance(m, AIMessage) for tc in m.tool_calls]
