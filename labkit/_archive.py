@@ -20,10 +20,12 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 from xml.sax.saxutils import quoteattr
 
 from langchain_core.messages import BaseMessage, get_buffer_string
+from langgraph.config import get_config
 
 from labkit.offload import HISTORY_DIR, safe_name
 
@@ -77,3 +79,45 @@ def with_section(archive: str, section: str, text: str) -> str:
     end += len(_CLOSE)
     end += archive.startswith("\n", end)
     return archive[:start] + text + archive[end:]
+
+
+def write_section(backend: Any, path: str, section: str, text: str) -> Any:
+    """Put ``text`` in the archive at ``path`` as section ``section``; ``None``, or the error. An
+    archive that exists but cannot be read is never overwritten."""
+    try:
+        found = backend.download_files([path])[0]
+        if found.error not in (None, "file_not_found"):
+            return found.error
+        old = found.content.decode("utf-8") if found.content else ""
+        return getattr(backend.write(path, with_section(old, section, text)), "error", None)
+    except Exception as e:  # the run goes on; the summary just cannot point to an archive
+        return e
+
+
+def archive_owner() -> tuple[str, str | None]:
+    """Whose archive this is: ``(thread id, None)`` for the top-level agent, ``(thread id, agent
+    name)`` inside a subagent — a run nested in a tool call of another agent, as deepagents'
+    ``task`` and ``labkit.isolate`` start them (they share the parent's thread id)."""
+    try:
+        config = get_config()
+    except RuntimeError:
+        return "default", None
+    configurable = config.get("configurable", {})
+    thread = str(configurable.get("thread_id") or "default")
+    if "|" not in str(configurable.get("checkpoint_ns") or ""):
+        return thread, None
+    return thread, str(config.get("metadata", {}).get("lc_agent_name") or "subagent")
+
+
+def state_messages(request: Any) -> list[BaseMessage]:
+    """The messages as the agent's state holds them (an outer middleware may have changed the
+    request's copies, e.g. offload shortening old write_file arguments)."""
+    state = getattr(request, "state", None)
+    return list(state.get("messages") or []) if isinstance(state, Mapping) else []
+
+
+def as_stored(folded: Sequence[BaseMessage], messages: Sequence[BaseMessage]) -> list[BaseMessage]:
+    """Each folded message replaced by the stored message with the same id, where there is one:
+    the archive keeps every word the agent has, whatever the request showed."""
+    by_id = {m.id: m for m in messages if m.id}
+    return [by_id.get(m.id, m) if m.id else m for m in folded]

@@ -36,7 +36,7 @@ import asyncio
 import bisect
 import datetime as dt
 import warnings
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Annotated, Any, NotRequired
 
@@ -48,11 +48,11 @@ from langchain_core.exceptions import ContextOverflowError
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage, get_buffer_string
 from langchain_core.tools import StructuredTool
-from langgraph.config import get_config
 from langgraph.types import Command
 
 from labkit import prompts
-from labkit._archive import archive_path, archive_section, section_id, with_section
+from labkit._archive import (archive_owner, archive_path, archive_section, as_stored, section_id,
+                             state_messages, write_section)
 from labkit._sizes import check_limit, check_size, size_threshold
 from labkit.tokens import TokenCounter
 
@@ -287,12 +287,12 @@ class SummarizeMiddleware(AgentMiddleware):
         ``messages`` are what this middleware was handed (an outer middleware may have shortened
         them); ``stored`` are the same messages as the agent's state holds them: the archive is
         written from those, matched by message id, so it keeps every word. ``owner`` is
-        ``(thread id, agent name or None)``, from :meth:`owner`."""
+        ``(thread id, agent name or None)``, from ``archive_owner()``."""
         planned = fold(messages, events, self.keep, self.window, self.counter.message)
         if planned is None:
             return None
         shown, start, cut, absolute = planned
-        folded = _as_stored(shown[start:cut], stored)
+        folded = as_stored(shown[start:cut], stored)
         number = len(events) + 1
         section = section_id(stored or messages, number)
         path = self._archive(folded, number, absolute - len(folded), owner, section)
@@ -330,14 +330,7 @@ class SummarizeMiddleware(AgentMiddleware):
         path = archive_path(thread, agent, section.rsplit("-", 1)[0])
         text = archive_section(folded, number, first, self.clock() if self.clock else None,
                                section=section)
-        try:
-            found = self.backend.download_files([path])[0]
-            error = None if found.error in (None, "file_not_found") else found.error
-            if error is None:  # an archive that cannot be read is never overwritten
-                old = found.content.decode("utf-8") if found.content else ""
-                error = getattr(self.backend.write(path, with_section(old, section, text)), "error", None)
-        except Exception as e:  # the run goes on; the summary just cannot point to an archive
-            error = e
+        error = write_section(self.backend, path, section, text)
         if error:
             warnings.warn(f"labkit summarize: could not archive to {path} ({error}); the summary "
                           "will not point to an archive", stacklevel=3)
@@ -346,20 +339,6 @@ class SummarizeMiddleware(AgentMiddleware):
 
     # -- hooks ---------------------------------------------------------------------------------
 
-    @staticmethod
-    def owner() -> tuple[str, str | None]:
-        """Whose archive this is: ``(thread id, None)`` for the top-level agent, ``(thread id,
-        agent name)`` inside a subagent — a run nested in a tool call of another agent, as
-        deepagents' ``task`` and ``labkit.isolate`` start them (they share the parent's thread)."""
-        try:
-            config = get_config()
-        except RuntimeError:
-            return "default", None
-        thread = str(config.get("configurable", {}).get("thread_id") or "default")
-        if "|" not in str(config.get("configurable", {}).get("checkpoint_ns") or ""):
-            return thread, None
-        return thread, str(config.get("metadata", {}).get("lc_agent_name") or "subagent")
-
     def _before(self, request, events: list[Event]) -> tuple[list, list, list[Event]]:
         """The messages, the view to send and any new event: compact first past the trigger."""
         messages = list(request.messages)
@@ -367,7 +346,7 @@ class SummarizeMiddleware(AgentMiddleware):
         new: list[Event] = []
         tokens = self.request_tokens(shown, request.system_message, request.tools or ())
         if should_compact(tokens, len(shown), self.trigger, self.window):
-            event = self.compact(messages, events, self.owner(), stored=_stored(request))
+            event = self.compact(messages, events, archive_owner(), stored=state_messages(request))
             if event:
                 new.append(event)
                 shown = view(messages, event)
@@ -376,7 +355,7 @@ class SummarizeMiddleware(AgentMiddleware):
     def _on_overflow(self, error: ContextOverflowError, messages, events: list[Event],
                      stored: Sequence[BaseMessage] = ()) -> Event:
         """The event that makes room after an overflow — or the error, saying nothing can."""
-        event = self.compact(messages, events, self.owner(), reason="overflow", stored=stored)
+        event = self.compact(messages, events, archive_owner(), reason="overflow", stored=stored)
         if event is None:
             raise ContextOverflowError(f"{error} — and nothing is left to compact "
                                        f"(keep={self.keep!r})") from error
@@ -395,7 +374,7 @@ class SummarizeMiddleware(AgentMiddleware):
         try:
             response = handler(request.override(messages=shown))
         except ContextOverflowError as error:
-            new.append(self._on_overflow(error, messages, events + new, _stored(request)))
+            new.append(self._on_overflow(error, messages, events + new, state_messages(request)))
             response = handler(request.override(messages=view(messages, new[-1])))
         return self._result(response, events, new)
 
@@ -407,7 +386,7 @@ class SummarizeMiddleware(AgentMiddleware):
             response = await handler(request.override(messages=shown))
         except ContextOverflowError as error:
             new.append(await asyncio.to_thread(self._on_overflow, error, messages, events + new,
-                                               _stored(request)))
+                                               state_messages(request)))
             response = await handler(request.override(messages=view(messages, new[-1])))
         return self._result(response, events, new)
 
@@ -439,7 +418,7 @@ class SummarizeMiddleware(AgentMiddleware):
             if not ok:
                 text = prompts.COMPACT_REFUSED.format(why=why)
                 return Command(update={"messages": [ToolMessage(text, tool_call_id=runtime.tool_call_id)]})
-            event = self.compact(messages, events, self.owner(), reason="manual", stored=messages)
+            event = self.compact(messages, events, archive_owner(), reason="manual", stored=messages)
             text = prompts.COMPACT_DONE.format(n=event.cut - (events[-1].cut if events else 0), path=event.archive) \
                 if event else prompts.COMPACT_REFUSED.format(why="nothing old enough to fold")
             update: dict[str, Any] = {"messages": [ToolMessage(text, tool_call_id=runtime.tool_call_id)]}
@@ -467,19 +446,6 @@ def _chat_model(model: Any) -> BaseChatModel:
         raise TypeError(f"SummarizeMiddleware needs a chat model to write summaries (a BaseChatModel "
                         f"or a 'provider:model' string), got {type(model).__name__}: {model!r:.60}")
     return model
-
-
-def _stored(request) -> list[BaseMessage]:
-    """The messages as the agent's state holds them (an outer middleware may have changed the
-    request's copies, e.g. offload shortening old write_file arguments)."""
-    state = getattr(request, "state", None)
-    return list(state.get("messages") or []) if isinstance(state, Mapping) else []
-
-
-def _as_stored(folded: Sequence[BaseMessage], stored: Sequence[BaseMessage]) -> list[BaseMessage]:
-    """Each folded message replaced by the state's message with the same id, where there is one."""
-    by_id = {m.id: m for m in stored if m.id}
-    return [by_id.get(m.id, m) if m.id else m for m in folded]
 
 
 def _first_call(messages: Sequence[BaseMessage], tool_call_id: str) -> str:
