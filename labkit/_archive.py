@@ -1,25 +1,22 @@
-"""The compaction archive: where it lives, what one section looks like, and who owns a section.
+"""The compaction archive: where it lives, what a section looks like, and who owns a section.
 
-Used by: labkit.summarize (which re-exports the public names) and labkit.replay.
-
-Three rules keep every folded message in exactly one section:
-
-* **one file per agent** — the top-level agent of a thread archives to
-  ``/conversation_history/<thread>.md``; a subagent (a nested run: deepagents' ``task`` or
-  ``labkit.isolate``) to ``/conversation_history/<thread>/<agent name>-<conversation>.md``, so a
-  child never writes into its parent's file, nor into a sibling's;
-* **sections are owned** — each section carries an id, ``<conversation>-<number>``, where the
-  conversation is named by its first message (its id in state); a compaction redone after a
-  failed model call replaces only the section with its own id, and anything else is appended;
-* **boundaries cannot be forged** — the messages are rendered as escaped XML (no raw ``<`` can
-  come from content), and a section is delimited by raw ``<section>`` tags, so a pasted log or
-  a ``cat`` of an archive inside a message cannot end or start a section.
+Used by: labkit.summarize (which re-exports the public names; labkit.replay reads them there).
+A top-level agent archives to ``/conversation_history/<thread>.md``; a run nested in another
+agent's tool call (deepagents' ``task``, ``labkit.isolate``; also an agent used as a node of a
+graph of yours) to ``/conversation_history/<thread>/<agent name>-<conversation>.md``. A section's
+id is ``<conversation>-<number>`` (a hash of the conversation's first message id): a compaction
+redone after a failed call replaces only its own section; anything else is appended. Messages are
+escaped XML, so only the raw ``<section>`` tags — not the ``## Compaction`` headings, which are
+for people — mark where a section begins and ends. What it leaves out: langchain's XML rendering
+drops a tool result's ``tool_call_id`` and artifact, invalid tool calls and base64 media; writes
+are serialized within one process, not across processes sharing a backend.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import hashlib
+import threading
 from collections.abc import Mapping, Sequence
 from typing import Any
 from xml.sax.saxutils import quoteattr
@@ -74,16 +71,29 @@ def with_section(archive: str, section: str, text: str) -> str:
         return archive + text
     start = archive.rfind("\n", 0, at) + 1  # the section's heading line
     end = archive.find(_CLOSE, at)
-    if end < 0:  # the file was cut short after this section began: keep it, append anew
+    after = archive.find("\n<section id=", at + len(tag))
+    if end < 0 or 0 <= after < end:  # this section was cut short: keep what is there, append anew
         return archive + text
     end += len(_CLOSE)
     end += archive.startswith("\n", end)
     return archive[:start] + text + archive[end:]
 
 
+_LOCKS: dict[tuple[int, str], threading.Lock] = {}  # one per (backend, path): read, edit, write as one
+_LOCKS_GUARD = threading.Lock()
+
+
 def write_section(backend: Any, path: str, section: str, text: str) -> Any:
     """Put ``text`` in the archive at ``path`` as section ``section``; ``None``, or the error. An
-    archive that exists but cannot be read is never overwritten."""
+    archive that exists but cannot be read is never overwritten; two writers in this process
+    never interleave their read and write."""
+    with _LOCKS_GUARD:
+        lock = _LOCKS.setdefault((id(backend), path), threading.Lock())
+    with lock:
+        return _write_section(backend, path, section, text)
+
+
+def _write_section(backend: Any, path: str, section: str, text: str) -> Any:
     try:
         found = backend.download_files([path])[0]
         if found.error not in (None, "file_not_found"):

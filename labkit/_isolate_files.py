@@ -21,16 +21,26 @@ from langchain_core.messages import AIMessage, BaseMessage
 
 from labkit.prompts import CONFLICT_DELETED, CONFLICT_REPLY, CONFLICT_SAVED, FILE_CONFLICT
 
-__all__ = ["Claim", "Conflict", "conflict_reply", "file_updates", "fresh_path", "locate", "settle"]
+__all__ = ["Claim", "Conflict", "conflict_reply", "file_updates", "fresh_path", "locate", "own_claims",
+           "settle"]
+FILE_TOOLS = ("write_file", "edit_file", "delete")  # deepagents' tools that change a file
 
 
 @dataclass(frozen=True)
 class Claim:
-    """Which child of a block changed a path first, and to what (``None``: it deleted it)."""
+    """Which call of a block changed a path first, and to what (``None``: it deleted it): a
+    ``task`` child, or one of the parent's own tools (``tool``, e.g. ``write_file``)."""
 
     tool_call_id: str
-    subagent_type: str
+    subagent_type: str | None
     digest: str | None
+    tool: str = "task"
+
+    @property
+    def who(self) -> str:
+        if self.tool == "task":
+            return f"The {self.subagent_type!r} subagent (task call {self.tool_call_id})"
+        return f"The parent's own {self.tool} call ({self.tool_call_id})"
 
 
 @dataclass(frozen=True)
@@ -53,6 +63,24 @@ def locate(messages: Sequence[BaseMessage], tool_call_id: str) -> tuple[tuple[in
                 if tc["id"] == tool_call_id:
                     return (i, j), (m.id, tuple(t["id"] for t in m.tool_calls))
     return (len(messages), 0), (None, (tool_call_id,))
+
+
+def own_claims(messages: Sequence[BaseMessage], tool_call_id: str) -> dict[str, Claim]:
+    """The paths the parent's own file tools change in the block of ``tool_call_id``, claimed
+    before any child finishes: deepagents' state backend applies those writes by itself, so a
+    child that changes the same path differently is the later one, whatever the timing. (The
+    text a ``write_file`` writes is known; an edit's or a deletion's outcome is compared as is.)"""
+    ai = next((m for m in reversed(messages) if isinstance(m, AIMessage)
+               and any(tc["id"] == tool_call_id for tc in m.tool_calls)), None)
+    claims = {}
+    for tc in ai.tool_calls if ai is not None else ():
+        path = (tc.get("args") or {}).get("file_path")
+        if tc["name"] not in FILE_TOOLS or not isinstance(path, str):
+            continue
+        digest = (_digest({"content": tc["args"].get("content"), "encoding": "utf-8"})
+                  if tc["name"] == "write_file" else None if tc["name"] == "delete" else f"edit:{tc['id']}")
+        claims.setdefault(path, Claim(tc["id"], None, digest, tc["name"]))
+    return claims
 
 
 def _content(data: Any) -> Any:
@@ -95,7 +123,8 @@ def fresh_path(path: str, tool_call_id: str, taken: Iterable[str]) -> str:
 
 
 def settle(claims: MutableMapping[str, Claim], changed: Mapping[str, Any], tool_call_id: str,
-           subagent_type: str, existing: Iterable[str]) -> tuple[dict[str, Any], list[Conflict]]:
+           subagent_type: str | None, existing: Iterable[str],
+           tool: str = "task") -> tuple[dict[str, Any], list[Conflict]]:
     """Fold one finished child's ``changed`` files into its block's ``claims`` (updated in place:
     the caller holds the lock) and return the ``files`` update for the parent and the conflicts.
 
@@ -111,7 +140,7 @@ def settle(claims: MutableMapping[str, Claim], changed: Mapping[str, Any], tool_
     update: dict[str, Any] = {}
     later: list[tuple[str, Claim, Any]] = []
     for path, data in changed.items():
-        mine, first = Claim(tool_call_id, subagent_type, _digest(data)), claims.get(path)
+        mine, first = Claim(tool_call_id, subagent_type, _digest(data), tool), claims.get(path)
         if first is None or first.digest == mine.digest:
             claims.setdefault(path, mine)
             update[path] = data
@@ -122,17 +151,16 @@ def settle(claims: MutableMapping[str, Claim], changed: Mapping[str, Any], tool_
         saved = None
         if data is not None:
             saved = fresh_path(path, tool_call_id, {*existing, *claims, *changed})
-            claims[saved] = Claim(tool_call_id, subagent_type, _digest(data))
+            claims[saved] = Claim(tool_call_id, subagent_type, _digest(data), tool)
             update[saved] = data
         conflicts.append(Conflict(path, first, saved))
     return update, conflicts
 
 
-def conflict_reply(reply: str, conflicts: Sequence[Conflict], name: str, tool_call_id: str) -> str:
-    """The later child's answer: one ``FILE_CONFLICT`` note per path, then its whole reply."""
+def conflict_reply(reply: str, conflicts: Sequence[Conflict], this: Claim) -> str:
+    """The later call's answer: one ``FILE_CONFLICT`` note per path, then its whole reply."""
     notes = "\n".join(FILE_CONFLICT.format(
-        path=c.path, first=c.first.subagent_type, first_id=c.first.tool_call_id, name=name,
-        tool_call_id=tool_call_id,
+        path=c.path, first=c.first.who, this=this.who,
         outcome=CONFLICT_SAVED.format(saved=c.saved) if c.saved else CONFLICT_DELETED)
         for c in conflicts)
-    return CONFLICT_REPLY.format(conflicts=notes, name=name, reply=reply)
+    return CONFLICT_REPLY.format(conflicts=notes, who=this.who, reply=reply)

@@ -8,10 +8,11 @@ isolation keeps the noise out from the start. :class:`IsolateMiddleware` gives t
   prompt and tools (a :class:`SubagentSpec`); nothing of the parent's conversation goes down;
 * **shared files** — the child gets the parent's files and its writes come back as a ``files``
   update (with deepagents' ``StateBackend``, files live in state; another backend is shared
-  as it is), so a child can leave its raw notes in a file and return the path. Nothing is lost
-  to parallel children: when two of one AI message's task calls change a path differently, the
-  first to finish keeps it and the later one's version goes to ``<path>.<its tool call id>``,
-  its reply an error naming both;
+  as it is), so a child can leave its raw notes in a file and return the path. When two calls
+  of one AI message change a path differently — two children, or the parent's own file tool and
+  a child — the first keeps it (the parent's own tool always comes first) and the later child's
+  version goes to ``<path>.<its tool call id>``, its reply an error naming both (with
+  ``StateBackend``; a shared backend is written directly and is not checked);
 * **one message back** — the child's last AI text, cut to the spec's ``output_cap`` tokens with
   a note saying so; its tool calls and results never reach the parent;
 * **separate accounting** — each child run has its own ``labkit.trace.Recorder``; the middleware
@@ -37,7 +38,7 @@ does not end the parent's run. What it leaves out: structured output, forked con
 from __future__ import annotations
 
 import threading
-from collections import OrderedDict
+from contextlib import contextmanager
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -52,7 +53,7 @@ from langgraph.errors import GraphBubbleUp
 from langgraph.types import Command
 from pydantic import BaseModel, Field
 
-from labkit._isolate_files import Claim, conflict_reply, file_updates, locate, settle
+from labkit._isolate_files import Claim, conflict_reply, file_updates, locate, own_claims, settle
 from labkit.prompts import (  # the task tool's texts, importable from here as before
     BAD_CALL,
     CHILD_FAILED,
@@ -84,7 +85,6 @@ __all__ = [
 
 TASK_TOOL = "task"
 ARGS = ("description", "subagent_type")
-BLOCKS_KEPT = 16  # parallel blocks whose file claims are remembered (older ones are in state)
 
 
 class TaskArgs(BaseModel):
@@ -306,7 +306,8 @@ class IsolateMiddleware(AgentMiddleware):
         self.model, self.specs, self.backend = model, specs, backend
         self.file_tools, self.child_middleware, self.price = file_tools, list(child_middleware), price
         self._children: list[ChildRun] = []
-        self._blocks: OrderedDict[tuple, dict[str, Claim]] = OrderedDict()  # AI message -> claims
+        self._blocks: dict[tuple, dict[str, Claim]] = {}  # parallel block -> who changed which path
+        self._pending: dict[tuple, set[str]] = {}  # parallel block -> its calls still running
         self._lock = threading.Lock()
         self.tools = [self._task_tool()]
 
@@ -351,13 +352,23 @@ class IsolateMiddleware(AgentMiddleware):
         return spec, run, self._child(spec, recorder), child_state(description, state.get("files"))
 
     def _settle(self, state: Mapping, tool_call_id: str, subagent_type: str, changed: dict):
-        block = locate(state.get("messages", []), tool_call_id)[1]
+        messages = state.get("messages", [])
+        block = locate(messages, tool_call_id)[1]
         with self._lock:
-            claims = self._blocks.pop(block, None) or {}
-            self._blocks[block] = claims  # the most recent last; the oldest are forgotten
-            while len(self._blocks) > BLOCKS_KEPT:
-                self._blocks.popitem(last=False)
-            return settle(claims, changed, tool_call_id, subagent_type, state.get("files") or {})
+            if block not in self._blocks:  # the parent's own file tools in the block come first
+                self._blocks[block] = own_claims(messages, tool_call_id)
+            return settle(self._blocks[block], changed, tool_call_id, subagent_type,
+                          state.get("files") or {})
+
+    def _done(self, request) -> None:
+        """A call of the parent finished: forget its block's claims once all its calls have."""
+        block = locate(request.state.get("messages", []), request.tool_call["id"])[1]
+        with self._lock:
+            pending = self._pending.setdefault(block, set(block[1]))
+            pending.discard(request.tool_call["id"])
+            if not pending:
+                self._pending.pop(block)
+                self._blocks.pop(block, None)
 
     def _finish(self, spec, run: ChildRun, result, error, state, tool_call_id) -> Command:
         update: dict[str, Any] = {}
@@ -379,7 +390,8 @@ class IsolateMiddleware(AgentMiddleware):
                 update["files"] = changed
             if conflicts:  # the parent hears of each, and still gets the whole reply
                 run.conflicts = {c.path: c.saved for c in conflicts}
-                text, status = conflict_reply(text, conflicts, spec.name, tool_call_id), "error"
+                this = Claim(tool_call_id, spec.name, None)
+                text, status = conflict_reply(text, conflicts, this), "error"
         run.reply = text
         update["messages"] = [ToolMessage(text, tool_call_id=tool_call_id, name=TASK_TOOL,
                                           status=status)]
@@ -417,11 +429,24 @@ class IsolateMiddleware(AgentMiddleware):
         return None if problem is None else ToolMessage(
             problem, tool_call_id=call["id"], name=TASK_TOOL, status="error")
 
+    @contextmanager
+    def _finishing(self, request):
+        """Mark the call done when it returns or fails — not on an interrupt (it runs again)."""
+        try:
+            yield
+        except GraphBubbleUp:
+            raise
+        except BaseException:
+            self._done(request)
+            raise
+        self._done(request)
+
     def wrap_tool_call(self, request, handler):
-        refusal = self._refusal(request)
-        return refusal if refusal is not None else handler(request)
+        with self._finishing(request):
+            refusal = self._refusal(request)
+            return refusal if refusal is not None else handler(request)
 
     async def awrap_tool_call(self, request, handler):
-        refusal = self._refusal(request)
-        return refusal if refusal is not None else await handler(request)
-
+        with self._finishing(request):
+            refusal = self._refusal(request)
+            return refusal if refusal is not None else await handler(request)

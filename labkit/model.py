@@ -55,8 +55,9 @@ looks only at the messages it is sent, so every context decision has a visible c
 Every call is logged in ``model.calls`` — the course's main instrument for "what the model saw".
 Its tool-call ids read ``call_<tag>_<n>``: ``tag`` is 4 hex digits of the sha256 of the text of
 the first human message it was sent (a middleware's summary aside; a child's is its task), ``n``
-counts that context's calls — two children with their own models never share an id, and a run
-repeats exactly.
+counts that context's tool calls — so children with their own models, given different tasks,
+do not share ids. (Two contexts with the same first message, or none left in view after a
+compaction, share a tag; labkit.isolate reports the file conflict that could follow.)
 
 What it leaves out: any language understanding. Outside the scenario it says what it is and how
 to switch to a real model (``LABKIT_MODEL``); when a tool is forced or written out literally as
@@ -116,7 +117,6 @@ __all__ = ["Call", "InvalidHistoryError", "LabModel", "get_model", "prompt_secti
 PROVIDER = "labkit"
 MODEL_NAME = "lab-model"
 COMPACT_TOOL = "compact_conversation"  # labkit's and deepagents' manual-compaction tool
-_IDS_LOCK = threading.Lock()  # guards each model's tool-call numbering (no ids live here)
 
 
 class InvalidHistoryError(ValueError):
@@ -221,6 +221,7 @@ class LabModel(BaseChatModel):
 
     _calls: list[Call] = PrivateAttr(default_factory=list)
     _ids: dict[str, int] = PrivateAttr(default_factory=dict)  # context tag -> last number used
+    _ids_lock: Any = PrivateAttr(default_factory=threading.Lock)  # children may share one model
     _counter: TokenCounter | None = PrivateAttr(default=None)
 
     model_config = {"populate_by_name": True, "extra": "forbid"}
@@ -363,7 +364,7 @@ class LabModel(BaseChatModel):
         mine = re.compile(rf"call_{tag}_(\d+)")
         seen = [int(hit.group(1)) for m in messages if isinstance(m, AIMessage)
                 for tc in m.tool_calls if (hit := mine.fullmatch(tc["id"] or ""))]
-        with _IDS_LOCK:  # children may share one model and one context tag
+        with self._ids_lock:
             n = max([self._ids.get(tag, 0), *seen])
             self._ids[tag] = n + len(message.tool_calls)
         message.tool_calls = [{**tc, "id": f"call_{tag}_{n + k:03d}"}

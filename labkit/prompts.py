@@ -156,13 +156,13 @@ BAD_CALL = ("Error: task takes exactly two arguments: description (text: the who
 NO_TEXT = "(the subagent finished without a text reply)"
 CHILD_FAILED = "Error: the {name!r} subagent stopped before replying: {error}"
 
-# Two children of one parallel block (the task calls of one AI message) changed the same file
-# differently: the later one to finish gets this answer. {outcome} is CONFLICT_SAVED, or
-# CONFLICT_DELETED when its change was a deletion; one FILE_CONFLICT per path, then its reply.
-FILE_CONFLICT = ("Error: file conflict on {path}. The {first!r} subagent (task call {first_id}) "
-                 "changed it too, in parallel, and finished first: its change stands. This {name!r} "
-                 "subagent (task call {tool_call_id}) {outcome}.")
+# Two calls of one parallel block (the tool calls of one AI message: task children, or the
+# parent's own file tools) changed the same file differently: the later one to finish gets this
+# answer. {first} and {this} name the calls; {outcome} is CONFLICT_SAVED, or CONFLICT_DELETED when
+# its change was a deletion; one FILE_CONFLICT per path, then CONFLICT_REPLY with its own answer.
+FILE_CONFLICT = ("Error: file conflict on {path}. {first} changed it too, in parallel, and finished "
+                 "first: its change stands. {this} {outcome}.")
 CONFLICT_SAVED = ("wrote a different version, which is saved at {saved} — compare the two and merge "
                   "what matters")
 CONFLICT_DELETED = "deleted it; that deletion was not applied — delete the file yourself if it should go"
-CONFLICT_REPLY = "{conflicts}\n\nThe {name!r} subagent's reply:\n\n{reply}"
+CONFLICT_REPLY = "{conflicts}\n\n{who} answered:\n\n{reply}"

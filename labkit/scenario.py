@@ -300,7 +300,7 @@ def researcher(notes: bool | str = False, **tool_options: Any) -> dict[str, Any]
     company); ``notes="shared"`` asks every researcher for the same file, ``SHARED_NOTES_PATH``
     (notebook 12: parallel children writing one file).
     """
-    if notes not in (False, True, "shared"):
+    if not (notes is False or notes is True or notes == "shared"):
         raise ValueError(f"notes must be False, True or 'shared', got {notes!r}")
     instruction = SHARED_NOTES_INSTRUCTION if notes == "shared" else NOTES_INSTRUCTION
     prompt = f"{RESEARCHER_PROMPT} {instruction}" if notes else RESEARCHER_PROMPT

@@ -51,8 +51,8 @@ from langchain_core.tools import StructuredTool
 from langgraph.types import Command
 
 from labkit import prompts
-from labkit._archive import (archive_owner, archive_path, archive_section, as_stored, section_id,
-                             state_messages, write_section)
+from labkit._archive import (archive_owner, archive_path, archive_section, as_stored, conversation_key,
+                             section_id, state_messages, write_section)
 from labkit._sizes import check_limit, check_size, size_threshold
 from labkit.tokens import TokenCounter
 
@@ -77,6 +77,7 @@ __all__ = [
 EVENTS_KEY = "_labkit_compactions"
 SUMMARY_TAGS = ["nostream", "labkit:summary"]
 SUMMARY_METADATA = {"lc_source": "summarization"}
+MANUAL_TOOL = "compact_conversation"
 FALLBACK_TRIGGER = ("tokens", 170_000)
 FALLBACK_KEEP = ("messages", 6)
 
@@ -150,16 +151,18 @@ def cut_point(messages: Sequence[BaseMessage], keep: tuple, window: int | None,
             suffix[i] = suffix[i + 1] + sizes[i]
         # suffix is decreasing; find the first i with suffix[i] <= budget
         cut = bisect.bisect_left([-s for s in suffix], -budget)
-        cut = _fitting_cut(messages, min(max(cut, start), n - 1))
+        cut = min(max(cut, start), n - 1)
+        cut = _fitting_cut(messages, cut) if cut > start else cut
     cut = safe_cut(messages, min(max(cut, start), n - 1))  # the latest message always stays
     return cut if cut > start else start
 
 
 def _fitting_cut(messages: Sequence[BaseMessage], cut: int) -> int:
-    """For a token budget: ``cut`` is the smallest cut whose suffix fits. If it falls inside a
-    block of tool results, moving back to their AI message would keep more than the budget, so
-    move forward past the block instead — the first pair-safe cut that fits — as long as the
-    latest message stays. (langchain's cutter only moves back; notebook 08 compares them.)"""
+    """For a token budget: ``cut`` is the smallest cut whose suffix fits (or the latest message,
+    when nothing does). If it falls inside a block of tool results, moving back to their AI
+    message would keep more than the budget, so move forward past the block instead — the first
+    pair-safe cut that fits — as long as the latest message stays. (langchain's cutter only
+    moves back; notebook 08 compares them.)"""
     forward = cut
     while forward < len(messages) and isinstance(messages[forward], ToolMessage):
         forward += 1
@@ -280,25 +283,24 @@ class SummarizeMiddleware(AgentMiddleware):
 
     # -- compacting --------------------------------------------------------------------------
 
-    def compact(self, messages: list[BaseMessage], events: list[Event], owner: tuple = ("default", None),
-                reason: str = "trigger", stored: Sequence[BaseMessage] = ()) -> Event | None:
+    def compact(self, messages: list[BaseMessage], events: list[Event], reason: str = "trigger",
+                stored: Sequence[BaseMessage] = ()) -> Event | None:
         """Fold what ``keep`` allows into a new event, or ``None`` if the cut cannot move forward.
 
         ``messages`` are what this middleware was handed (an outer middleware may have shortened
         them); ``stored`` are the same messages as the agent's state holds them: the archive is
-        written from those, matched by message id, so it keeps every word. ``owner`` is
-        ``(thread id, agent name or None)``, from ``archive_owner()``."""
+        written from those, matched by message id, so it keeps every word of their text."""
         planned = fold(messages, events, self.keep, self.window, self.counter.message)
         if planned is None:
             return None
         shown, start, cut, absolute = planned
         folded = as_stored(shown[start:cut], stored)
         number = len(events) + 1
-        section = section_id(stored or messages, number)
-        path = self._archive(folded, number, absolute - len(folded), owner, section)
+        conversation = conversation_key(stored or messages)
+        path = self._archive(folded, number, absolute - len(folded), conversation)
         summary = self._summarize(shown[:cut])
         return Event(cut=absolute, summary=summary, archive=path, created_at=len(messages),
-                     number=number, reason=reason, section=section)
+                     number=number, reason=reason, section=f"{conversation}-{number}")
 
     def _summarize(self, messages: Sequence[BaseMessage]) -> str:
         """Ask the model for the summary. If the prompt itself overflows the summarizer, retry once
@@ -324,10 +326,11 @@ class SummarizeMiddleware(AgentMiddleware):
         return (enc.decode(ids[:head]) + "\n[... middle of the history omitted: it is in the archive ...]\n"
                 + enc.decode(ids[-tail:]))
 
-    def _archive(self, folded: Sequence[BaseMessage], number: int, first: int, owner: tuple,
-                 section: str) -> str | None:
-        thread, agent = owner
-        path = archive_path(thread, agent, section.rsplit("-", 1)[0])
+    def _archive(self, folded: Sequence[BaseMessage], number: int, first: int,
+                 conversation: str) -> str | None:
+        thread, agent = archive_owner()
+        path = archive_path(thread, agent, conversation)
+        section = f"{conversation}-{number}"
         text = archive_section(folded, number, first, self.clock() if self.clock else None,
                                section=section)
         error = write_section(self.backend, path, section, text)
@@ -346,7 +349,7 @@ class SummarizeMiddleware(AgentMiddleware):
         new: list[Event] = []
         tokens = self.request_tokens(shown, request.system_message, request.tools or ())
         if should_compact(tokens, len(shown), self.trigger, self.window):
-            event = self.compact(messages, events, archive_owner(), stored=state_messages(request))
+            event = self.compact(messages, events, stored=state_messages(request))
             if event:
                 new.append(event)
                 shown = view(messages, event)
@@ -355,7 +358,7 @@ class SummarizeMiddleware(AgentMiddleware):
     def _on_overflow(self, error: ContextOverflowError, messages, events: list[Event],
                      stored: Sequence[BaseMessage] = ()) -> Event:
         """The event that makes room after an overflow — or the error, saying nothing can."""
-        event = self.compact(messages, events, archive_owner(), reason="overflow", stored=stored)
+        event = self.compact(messages, events, reason="overflow", stored=stored)
         if event is None:
             raise ContextOverflowError(f"{error} — and nothing is left to compact "
                                        f"(keep={self.keep!r})") from error
@@ -418,7 +421,7 @@ class SummarizeMiddleware(AgentMiddleware):
             if not ok:
                 text = prompts.COMPACT_REFUSED.format(why=why)
                 return Command(update={"messages": [ToolMessage(text, tool_call_id=runtime.tool_call_id)]})
-            event = self.compact(messages, events, archive_owner(), reason="manual", stored=messages)
+            event = self.compact(messages, events, reason="manual", stored=messages)
             text = prompts.COMPACT_DONE.format(n=event.cut - (events[-1].cut if events else 0), path=event.archive) \
                 if event else prompts.COMPACT_REFUSED.format(why="nothing old enough to fold")
             update: dict[str, Any] = {"messages": [ToolMessage(text, tool_call_id=runtime.tool_call_id)]}
@@ -453,5 +456,5 @@ def _first_call(messages: Sequence[BaseMessage], tool_call_id: str) -> str:
     (the call's own id when it is the first, or when the message is not found)."""
     for m in reversed(messages):
         if isinstance(m, AIMessage) and any(tc.get("id") == tool_call_id for tc in m.tool_calls):
-            return next(tc["id"] for tc in m.tool_calls if tc["name"] == "compact_conversation")
+            return next(tc["id"] for tc in m.tool_calls if tc["name"] == MANUAL_TOOL)
     return tool_call_id

@@ -258,11 +258,9 @@ def test_settle_keeps_the_first_version_and_saves_the_later_one_beside_it():
     assert fresh_path("/r/a.md", "toolu_01/../x", set()) == "/r/a.md.toolu_01_x"
 
 
-def test_the_middleware_keeps_claims_per_parallel_block_and_forgets_old_blocks():
+def test_the_middleware_keeps_claims_per_parallel_block():
     """A block is one parent AI message; the same tool call id again (a resumed run) is no
-    conflict, another message is another block, and only the latest blocks are remembered."""
-    from labkit.isolate import BLOCKS_KEPT
-
+    conflict, and another message is another block."""
     iso = IsolateMiddleware(LabModel(), [general_purpose()])
     a, b = create_file_data("a"), create_file_data("b")
 
@@ -275,9 +273,40 @@ def test_the_middleware_keeps_claims_per_parallel_block_and_forgets_old_blocks()
     assert [c.first.tool_call_id for c in iso._settle(state(0), "t1", "general-purpose",
                                                        {"/x.md": a})[1]] == ["t0"]
     assert iso._settle(state(1), "t1", "general-purpose", {"/x.md": a}) == ({"/x.md": a}, [])
-    for n in range(2, 3 * BLOCKS_KEPT):
-        iso._settle(state(n), "t0", "general-purpose", {})
-    assert len(iso._blocks) == BLOCKS_KEPT
+
+
+def test_a_block_is_forgotten_once_all_its_calls_have_finished():
+    """However long the run, the middleware holds claims only for blocks still running — not a
+    fixed number of recent ones, which a busy server could push out while a child still runs."""
+    iso = IsolateMiddleware(LabModel(), [general_purpose()])
+    agent, _ = _parent([_fan(["Please run write_file('/a.md', 'one')", "Please run write_file('/b.md', 'two')"]),
+                        _fan(["Please run write_file('/a.md', 'three')"])], iso)
+    state = _invoke(agent)
+    assert [m.status for m in state["messages"] if isinstance(m, ToolMessage)] == ["success"] * 3
+    assert iso._blocks == {} and iso._pending == {}
+
+
+@pytest.mark.parametrize("mode", ["invoke", "ainvoke"])
+def test_the_parents_own_write_in_a_block_with_a_child_loses_nothing(mode):
+    """The parent writes /n.md and, in the same message, starts a child that writes it too.
+    deepagents' state backend applies the parent's write by itself, so the parent's claim comes
+    first whatever the timing: the child's version is kept beside it, its reply an error."""
+    write = {"name": "write_file", "args": {"file_path": "/n.md", "content": "PARENT NOTES"}, "id": "w0",
+             "type": "tool_call"}
+    fan = _fan(["Please run write_file('/n.md', 'CHILD NOTES')"])
+    iso = IsolateMiddleware(LabModel(), [general_purpose()])
+    agent, _ = _parent([fan.model_copy(update={"tool_calls": [write, *fan.tool_calls]})], iso)
+    state = _invoke(agent, mode=mode)
+    files = {p: file_data_to_string(d) for p, d in state["files"].items()}
+    assert sorted(files.values()) == ["CHILD NOTES", "PARENT NOTES"] and "/n.md" in files
+    replies = {m.tool_call_id: m for m in state["messages"] if isinstance(m, ToolMessage)}
+    [later] = [m for m in replies.values() if m.status == "error"]
+    assert later.tool_call_id == "t0" and files["/n.md"] == "PARENT NOTES"
+    assert later.content.startswith("Error: file conflict on /n.md.")
+    assert "The parent's own write_file call (w0)" in later.content
+    assert "The 'general-purpose' subagent (task call t0)" in later.content
+    saved = re.search(r"saved at (\S+)", later.content).group(1)
+    assert files[saved] != files["/n.md"]
 
 
 # -- one task call through a real agent --------------------------------------------------------------
@@ -596,8 +625,9 @@ def test_researchers_told_to_share_one_notes_file_lose_no_notes():
     theirs, _, _ = _fanout(window=128_000, raw=True, notes="shared", harness="deep")
     assert [p for p in theirs.files if p.startswith(scenario.SHARED_NOTES_PATH)] == [scenario.SHARED_NOTES_PATH]
     assert sum(scenario.export_text(t) in theirs.files[scenario.SHARED_NOTES_PATH] for t in TICKERS) <= 1
-    with pytest.raises(ValueError, match="notes must be"):
-        scenario.researcher(notes="yes")
+    for bad in ("yes", 1, 0):
+        with pytest.raises(ValueError, match="notes must be"):
+            scenario.researcher(notes=bad)
 
 
 def test_a_cap_that_cuts_the_evidence_makes_the_parent_redo_the_work():

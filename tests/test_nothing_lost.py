@@ -32,6 +32,25 @@ from labkit.offload import OffloadMiddleware
 from labkit.summarize import EVENTS_KEY, SummarizeMiddleware, archive_path, archive_section, events_of
 
 FIXED = dt.datetime(2025, 1, 2, 3, 4, 5, tzinfo=dt.timezone.utc)
+
+
+class MemoryBackend:
+    """The two backend methods the archive uses, over a dict."""
+
+    def __init__(self) -> None:
+        self.files: dict[str, str] = {}
+
+    def download_files(self, paths):
+        from deepagents.backends.protocol import FileDownloadResponse
+
+        return [FileDownloadResponse(path=p, content=self.files[p].encode(), error=None) if p in self.files
+                else FileDownloadResponse(path=p, content=None, error="file_not_found") for p in paths]
+
+    def write(self, path, content):
+        from deepagents.backends.protocol import WriteResult
+
+        self.files[path] = content
+        return WriteResult(path=path)
 SECTION = re.compile(r'^<section id="([0-9a-f]{12})-(\d+)">$', re.M)
 
 
@@ -226,6 +245,52 @@ def test_a_redo_replaces_only_its_own_section():
     assert with_section(one + other, "aaaaaaaaaaaa-1", redo) == redo + other
     assert with_section(one + other, "cccccccccccc-1", redo) == one + other + redo
     assert with_section(other, "aaaaaaaaaaaa-1", redo) == other + redo
+
+
+def test_a_section_cut_short_is_kept_and_its_redo_appended():
+    """Section x was cut short (no closing tag) and another conversation's section came after it:
+    redoing x must not take y's closing tag for its own and delete y."""
+    from labkit._archive import with_section
+
+    x = archive_section([HumanMessage("x")], 1, 0, FIXED, section="aaaaaaaaaaaa-1")
+    y = archive_section([HumanMessage("y")], 1, 0, FIXED, section="bbbbbbbbbbbb-1")
+    broken = x[:x.index("</section>")]
+    redo = archive_section([HumanMessage("x2")], 1, 0, FIXED, section="aaaaaaaaaaaa-1")
+    assert with_section(broken + y, "aaaaaaaaaaaa-1", redo) == broken + y + redo
+
+
+def test_two_writers_of_one_archive_in_one_process_keep_both_sections():
+    """Two conversations compact into one file at the same moment (agent.batch on thread
+    "default", say): each reads, edits and writes the file; neither may undo the other."""
+    import threading
+    import time
+
+    from labkit._archive import write_section
+
+    class Slow(MemoryBackend):
+        def download_files(self, paths):
+            found = super().download_files(paths)
+            time.sleep(0.05)
+            return found
+
+    backend = Slow()
+    texts = {k: archive_section([HumanMessage(k)], 1, 0, FIXED, section=f"{k * 12}-1") for k in "ab"}
+    threads = [threading.Thread(target=write_section, args=(backend, "/h.md", f"{k * 12}-1", t))
+               for k, t in texts.items()]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert all(text in backend.files["/h.md"] for text in texts.values())
+
+
+def test_a_token_keep_never_folds_when_everything_fits():
+    """A history that starts with a tool result (after a destructive compaction elsewhere):
+    with a budget above the total nothing is folded, not the first message."""
+    from labkit.summarize import cut_point
+
+    history = [ToolMessage("r", tool_call_id="x"), HumanMessage("h"), AIMessage("a")]
+    assert cut_point(history, ("tokens", 10**6), None, lambda m: 1) == 0
 
 
 # -- 3. the archive is word for word under the recommended stack ----------------------------------

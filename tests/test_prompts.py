@@ -32,10 +32,10 @@ TEXTS = {
     "task_no_text.txt": (prompts.NO_TEXT, set()),
     "task_child_failed.txt": (prompts.CHILD_FAILED, {"name", "error"}),
     "task_file_conflict.txt": (prompts.FILE_CONFLICT,
-                               {"path", "first", "first_id", "name", "tool_call_id", "outcome"}),
+                               {"path", "first", "this", "outcome"}),
     "task_conflict_saved.txt": (prompts.CONFLICT_SAVED, {"saved"}),
     "task_conflict_deleted.txt": (prompts.CONFLICT_DELETED, set()),
-    "task_conflict_reply.txt": (prompts.CONFLICT_REPLY, {"conflicts", "name", "reply"}),
+    "task_conflict_reply.txt": (prompts.CONFLICT_REPLY, {"conflicts", "who", "reply"}),
 }
 
 

@@ -299,7 +299,7 @@ def test_a_cut_at_a_tool_result_right_after_the_summary_folds_nothing():
     assert LC._find_safe_cutoff(shown, 3) == 1  # langchain agrees on the index, and would fold the summary
     never = scripted()  # no replies: a summary call would fail
     mw = SummarizeMiddleware(never, trigger=("messages", 4), keep=("messages", 3), backend=MemoryBackend())
-    assert mw.compact(messages, [first], "t") is None and never.seen == []
+    assert mw.compact(messages, [first]) is None and never.seen == []
 
 
 def test_the_token_budget_counts_each_message_once_and_cuts_where_langchain_does():
