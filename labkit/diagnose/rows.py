@@ -1,101 +1,39 @@
-"""The diagnostic clinic: symptom → cause → remedy as data, and a diagnosis of a recorded run.
+"""The diagnostic table (诊断表) as data, in English and Chinese. Notebook 16 reads it first.
 
-Notebook 16 introduces it; it gathers what notebooks 01–14 taught.
+* :data:`ROWS` — one frozen :class:`Row` per symptom: its cause and remedy, the notebooks that
+  teach it, and the knob that treats it, labkit's and deepagents' (or langchain's), as a
+  :class:`Knob` whose name the tests look up in the installed packages. :func:`table` shows it.
+* :data:`WHEN_NOT` — when not to use the tools at all; :func:`when_not` shows it.
+* :data:`EVIDENCE` — the sentence each finding's numbers are written into, in both languages.
 
-* :data:`ROWS` — the table (诊断表), one frozen :class:`Row` per symptom, in English and Chinese,
-  each naming the notebooks that teach it and the knob that treats it, labkit's and deepagents'
-  (or langchain's), as a :class:`Knob` whose name the tests look up in the installed packages.
-  :func:`table` shows it; :data:`WHEN_NOT` and :func:`when_not` say when not to use the tools.
-* :func:`diagnose` reads a ``scenario.Run`` — its records, messages, state and files — and
-  returns one :class:`Finding` per symptom it sees: the row, and the numbers from the run that
-  show it. Pure; the thresholds are this module's constants (:data:`THRESHOLDS`).
-  :func:`report` shows findings as a table.
-* :func:`reproduce` and :func:`fix` — each failure mode on cue, and the same run with its
-  remedy, as a :class:`Case`. :func:`recipe` returns a recipe's source: the failure and its fix
-  differ by the lines that test ``fixed``.
-
-What it leaves out: judgement. The detectors read numbers and the lab model's fixed replies
-(``prompts.GOAL_LOST``), never a real model's wording; symptoms a run has no number for (answers
-that got worse, a summary in a stream) are in the table but not detected. Isolated children are
-recorded by ``IsolateMiddleware``, not by the run's own recorder, so their cost is not diagnosed.
+What it leaves out: how a symptom is detected (``findings``) and how it is reproduced
+(``recipes``). The Chinese is a translation of the same rows, not a second table.
 """
 
 from __future__ import annotations
 
 import importlib
-import inspect
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
-from functools import cached_property
+from dataclasses import dataclass
 from typing import Any
 
-from langchain.agents.middleware import AgentMiddleware
-from langchain_core.exceptions import ContextOverflowError
-from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
-
-from labkit import scenario
 from labkit.tables import Table
-from labkit.tokens import count_tokens
 
-__all__ = [
-    "COST_GROWTH",
-    "COST_MIN_TOKENS",
-    "Case",
-    "Finding",
-    "Knob",
-    "LABELS",
-    "MODES",
-    "NaiveCut",
-    "RAW_REPLY_TOKENS",
-    "ROWS",
-    "Row",
-    "TAX_MIN_TOKENS",
-    "TAX_SHARE",
-    "THRESHOLDS",
-    "Text",
-    "WHEN_NOT",
-    "When",
-    "compare",
-    "diagnose",
-    "fix",
-    "recipe",
-    "report",
-    "reproduce",
-    "row",
-    "table",
-    "when_not",
-]
+__all__ = ["EVIDENCE", "Knob", "LANGUAGES", "ROWS", "Row", "Text", "WHEN_NOT", "When", "check_language",
+           "row", "table", "when_not"]
 
 LANGUAGES = ("en", "zh")
 
-# -- thresholds: below them a run is not flagged ---------------------------------------------------
 
-COST_MIN_TOKENS = 1_000_000
-"""Cost blow-up: a run that sends fewer input tokens than this is cheap, whatever its shape."""
-COST_GROWTH = 20
-"""Cost blow-up: the average call carries at least this many times the first call's tokens."""
-TAX_SHARE = 0.40
-"""Tool-schema tax: schemas are at least this share of all the tokens sent..."""
-TAX_MIN_TOKENS = 25_000
-"""...and at least this many tokens over the run (a small share of a cheap run is no problem)."""
-RAW_REPLY_TOKENS = 2_000
-"""Raw dump: a ``task`` reply longer than this is raw data, not a report (reports are ~100)."""
-
-THRESHOLDS = {
-    "COST_MIN_TOKENS": "cost blow-up: tokens sent over the run, at least",
-    "COST_GROWTH": "cost blow-up: average call ÷ first call, at least",
-    "TAX_SHARE": "tool-schema tax: share of the tokens sent, at least",
-    "TAX_MIN_TOKENS": "tool-schema tax: schema tokens over the run, at least",
-    "RAW_REPLY_TOKENS": "raw dump: tokens in one task reply, more than",
-}
-
-
-# -- the table, as data ----------------------------------------------------------------------------
+def check_language(language: str) -> str:
+    """``language`` if the clinic speaks it (``"en"`` or ``"zh"``), else ValueError. Notebook 16."""
+    if language not in LANGUAGES:
+        raise ValueError(f"language must be 'en' or 'zh', not {language!r}")
+    return language
 
 
 @dataclass(frozen=True)
 class Text:
-    """One row's words in one language."""
+    """One row's words in one language (notebook 16)."""
 
     symptom: str
     cause: str
@@ -105,7 +43,8 @@ class Text:
 @dataclass(frozen=True)
 class Knob:
     """What to write (``code``), and where it lives: ``target`` (a dotted path) and the
-    parameter or field it sets (``param``), so a renamed option fails a test, not a learner."""
+    parameter or field it sets (``param``), so a renamed option fails a test, not a learner.
+    Notebook 16 resolves every knob against the installed packages."""
 
     code: str
     target: str
@@ -123,8 +62,8 @@ class Knob:
 
 @dataclass(frozen=True)
 class Row:
-    """One line of the table: a symptom in both languages, the notebooks that teach it, the
-    knobs that treat it, and whether :func:`diagnose` looks for it."""
+    """One line of the table (notebook 16): a symptom in both languages, the notebooks that
+    teach it, the knobs that treat it, and whether ``diagnose()`` looks for it."""
 
     key: str
     notebooks: tuple[str, ...]
@@ -135,14 +74,11 @@ class Row:
     detected: bool = True
 
     def text(self, language: str = "en") -> Text:
-        return getattr(self, _language(language))
+        """The row's words in ``language``."""
+        return getattr(self, check_language(language))
 
 
-def _language(language: str) -> str:
-    if language not in LANGUAGES:
-        raise ValueError(f"language must be 'en' or 'zh', not {language!r}")
-    return language
-
+# -- symptom -> cause -> remedy --------------------------------------------------------------------
 
 _FS = "deepagents.middleware.filesystem.FilesystemMiddleware"
 _DEEP_SUMMARY = "deepagents.middleware.summarization.SummarizationMiddleware"
@@ -305,6 +241,7 @@ ROWS: tuple[Row, ...] = (
         detected=False),
 )
 
+
 _HEADERS = {
     "en": ("symptom", "cause", "remedy", "labkit knob", "deepagents / langchain knob", "notebooks",
            "diagnose() detects it"),
@@ -314,7 +251,7 @@ _YES_NO = {"en": ("yes", "no"), "zh": ("能", "否")}
 
 
 def row(key: str) -> Row:
-    """The table's row for ``key``."""
+    """The table's row for ``key`` (notebook 16)."""
     for r in ROWS:
         if r.key == key:
             return r
@@ -322,8 +259,8 @@ def row(key: str) -> Row:
 
 
 def table(language: str = "en") -> Table:
-    """The diagnostic table, in English (``"en"``) or Chinese (``"zh"``)."""
-    lang = _language(language)
+    """The diagnostic table, in English (``"en"``) or Chinese (``"zh"``). Notebook 16."""
+    lang = check_language(language)
     head = _HEADERS[lang]
     rows = []
     for r in ROWS:
@@ -338,6 +275,8 @@ def table(language: str = "en") -> Table:
 
 @dataclass(frozen=True)
 class When:
+    """One case where offloading, summarization or isolation is the wrong tool (notebook 16)."""
+
     situation: str
     why: str
     instead: str
@@ -390,16 +329,16 @@ _WHEN_HEADERS = {"en": ("situation", "why not", "instead"), "zh": ("场景", "�
 
 
 def when_not(language: str = "en") -> Table:
-    """When not to use offloading, summarization or isolation, in English or Chinese."""
-    lang = _language(language)
+    """When not to use offloading, summarization or isolation, in English or Chinese. Notebook 16."""
+    lang = check_language(language)
     head = _WHEN_HEADERS[lang]
     return Table([dict(zip(head, (w.situation, w.why, w.instead)))
                   for _, en, zh in WHEN_NOT for w in [en if lang == "en" else zh]], head)
 
 
-# -- findings --------------------------------------------------------------------------------------
+# -- the evidence of a finding: its numbers, in a sentence -----------------------------------------
 
-_EVIDENCE = {
+EVIDENCE: dict[str, tuple[str, str]] = {
     "hard_overflow": (
         "Call {call} asked for {tokens:,} tokens and was refused (ContextOverflowError); the run "
         "stopped after {turns} finished turn(s). The largest tool result in the history is "
@@ -449,393 +388,3 @@ _EVIDENCE = {
         "{replies} 个 task 回复中有 {count} 个超过 {limit:,} token（最大 {largest:,}）："
         "子 agent 交回的是原始数据，不是报告。"),
 }
-_NONE = {"en": "none", "zh": "无"}
-
-
-@dataclass(frozen=True)
-class Finding:
-    """One symptom seen in a run: the row that treats it, and the run's numbers that show it."""
-
-    key: str
-    numbers: dict[str, Any] = field(default_factory=dict, hash=False)
-
-    @property
-    def row(self) -> Row:
-        return row(self.key)
-
-    def evidence(self, language: str = "en") -> str:
-        """The numbers, as one sentence in English or Chinese."""
-        lang = _language(language)
-        shown = {k: (", ".join(map(str, v)) or _NONE[lang]) if isinstance(v, list) else v
-                 for k, v in self.numbers.items()}  # lists (paths, steps) are joined
-        return _EVIDENCE[self.key][LANGUAGES.index(lang)].format(**shown)
-
-    def __str__(self) -> str:
-        return f"{self.key}: {self.evidence()}"
-
-
-def _ok(run) -> list:
-    return [r for r in run.records if not r.error]
-
-
-def _overflowed(record) -> bool:
-    return bool(record.error) and record.error.startswith(ContextOverflowError.__name__)
-
-
-def _largest_result(messages) -> tuple[int, str]:
-    sizes = [(count_tokens(m), m.name or "tool") for m in messages if isinstance(m, ToolMessage)]
-    return max(sizes, default=(0, "none"))
-
-
-def _hard_overflow(run, score, model) -> Finding | None:
-    if not isinstance(run.error, ContextOverflowError):
-        return None
-    failed = next((r for r in reversed(run.records) if r.error), None)
-    largest, tool = _largest_result(run.messages)
-    return Finding("hard_overflow", {"call": failed.index if failed else len(run.records),
-                                     "tokens": failed.seen if failed else 0,
-                                     "turns": run.turns_completed, "largest": largest, "tool": tool})
-
-
-def _orphan(run, score, model) -> Finding | None:
-    from labkit.model import InvalidHistoryError
-
-    error = run.error
-    text = str(error)
-    provider_400 = getattr(error, "status_code", None) == 400 and "tool" in text.lower()
-    if error is None or not (isinstance(error, InvalidHistoryError) or provider_400):
-        return None
-    failed = next((r for r in reversed(run.records) if r.error), None)
-    return Finding("orphan", {"call": failed.index if failed else len(run.records),
-                              "reason": text.split(" (")[0]})
-
-
-def _overflow_rescued(run, score, model) -> Finding | None:
-    if run.error is not None:
-        return None
-    refused = [r for r in run.records if _overflowed(r)]
-    if not refused:
-        return None
-    first = refused[0]
-    retry = next((r for r in run.records if r.index > first.index and not r.error), None)
-    if retry is None:
-        return None
-    return Finding("overflow_rescued", {"refused": len(refused), "call": first.index,
-                                        "tokens": first.seen, "retry": retry.index,
-                                        "retry_tokens": retry.seen,
-                                        "summary": retry.by_kind["summary"]})
-
-
-def _no_profile(run, score, model) -> Finding | None:
-    """Needs the model: only it knows it has no profile."""
-    if model is None or getattr(model, "profile", None) is not None:
-        return None
-    from deepagents.middleware.summarization import compute_summarization_defaults
-
-    defaults = compute_summarization_defaults(model)
-    kind, limit = defaults["trigger"]
-    for r in run.records:
-        if r.by_kind["summary"]:
-            return None  # something compacted before any refusal
-        if _overflowed(r):
-            if kind == "tokens" and r.seen >= limit:
-                return None
-            return Finding("no_profile", {"trigger": defaults["trigger"], "keep": defaults["keep"],
-                                          "call": r.index, "tokens": r.seen})
-    return None
-
-
-def _raw_dump(run, score, model) -> Finding | None:
-    replies = [count_tokens(m) for m in run.messages if isinstance(m, ToolMessage) and m.name == "task"]
-    big = [n for n in replies if n > RAW_REPLY_TOKENS]
-    if not big:
-        return None
-    return Finding("raw_dump", {"count": len(big), "replies": len(replies), "limit": RAW_REPLY_TOKENS,
-                                "largest": max(big)})
-
-
-def _goal_lost(run, score, model) -> Finding | None:
-    if not score.goal_lost:
-        return None
-    answers = sum(isinstance(m, AIMessage) and not m.tool_calls for m in run.messages)
-    return Finding("goal_lost", {"count": score.goal_lost, "answers": answers,
-                                 "summarized": sum(r.by_kind["summary"] > 0 for r in run.records),
-                                 "calls": len(run.records)})
-
-
-def _repeated_work(run, score, model) -> Finding | None:
-    if not score.steps_repeated:
-        return None
-    return Finding("repeated_work", {"count": score.steps_repeated, "steps": list(score.repeated)})
-
-
-def _needle_lost(run, score, model) -> Finding | None:
-    asked = any(isinstance(m, HumanMessage) and m.text == scenario.NEEDLE_QUESTION for m in run.messages)
-    if not asked or score.needle_correct or run.error is not None:
-        return None
-    needle = scenario.needle()
-    paths = sorted(p for p, text in run.files.items() if needle.find(text))
-    return Finding("needle_lost", {"figure": needle.answer, "paths": paths})
-
-
-def _cost_blowup(run, score, model) -> Finding | None:
-    ok = _ok(run)
-    sent = sum(r.seen for r in ok)
-    if not ok or sent < COST_MIN_TOKENS:
-        return None
-    growth = sent / len(ok) / ok[0].seen
-    if growth < COST_GROWTH:
-        return None
-    return Finding("cost_blowup", {"calls": len(ok), "sent": sent, "dollars": sum(r.cost for r in ok),
-                                   "growth": growth, "first": ok[0].seen})
-
-
-def _tool_tax(run, score, model) -> Finding | None:
-    ok = _ok(run)
-    sent, tax = sum(r.seen for r in ok), sum(r.by_kind["tools"] for r in ok)
-    if not ok or tax < TAX_MIN_TOKENS or tax / sent < TAX_SHARE:
-        return None
-    return Finding("tool_tax", {"share": tax / sent, "per_call": max(r.by_kind["tools"] for r in ok),
-                                "calls": len(ok), "tax": tax})
-
-
-DETECTORS: tuple[Callable, ...] = (_hard_overflow, _orphan, _overflow_rescued, _no_profile, _raw_dump,
-                                   _goal_lost, _repeated_work, _needle_lost, _cost_blowup, _tool_tax)
-
-
-def diagnose(run, model=None) -> list[Finding]:
-    """What went wrong in a recorded ``scenario.Run``, one :class:`Finding` per symptom seen.
-
-    ``model`` (the chat model the run used) is needed for one symptom only: the no-profile trap,
-    which a run's records cannot show by themselves. Nothing found: an empty list.
-
-    Example:
-        >>> # diagnose(scenario.run(LabModel(window=128_000)))[0].key
-        >>> # 'hard_overflow'
-    """
-    if not isinstance(run, scenario.Run):
-        raise TypeError(f"diagnose() reads a scenario.Run, not {type(run).__name__}")
-    score = scenario.score(run)
-    return [f for f in (detect(run, score, model) for detect in DETECTORS) if f is not None]
-
-
-_REPORT_HEADERS = {"en": ("finding", "evidence", "remedy", "knobs", "notebooks"),
-                   "zh": ("症状", "证据", "解法", "旋钮", "笔记本")}
-_HEALTHY = {"en": ("no finding", "nothing in this run crosses a threshold"),
-            "zh": ("无发现", "这次运行没有任何指标越过阈值")}
-
-
-def report(findings: Sequence[Finding], language: str = "en") -> Table:
-    """Findings as a table: symptom, evidence, remedy, knobs, notebooks (one row if none)."""
-    lang = _language(language)
-    head = _REPORT_HEADERS[lang]
-    if not findings:
-        return Table([dict(zip(head, _HEALTHY[lang]))], head)
-    rows = []
-    for f in findings:
-        t = f.row.text(lang)
-        rows.append(dict(zip(head, (t.symptom, f.evidence(lang), t.remedy,
-                                    f"{f.row.labkit.code} · {f.row.deepagents.code}",
-                                    ", ".join(f.row.notebooks)))))
-    return Table(rows, head)
-
-
-# -- the failure modes, on cue ---------------------------------------------------------------------
-
-NAIVE_SUMMARY = "Summary of the earlier conversation: the work so far."
-
-
-class NaiveCut(AgentMiddleware):
-    """Notebook 08's bug, kept for the clinic: above ``trigger`` messages, show the model a
-    one-line summary and the last ``keep`` messages, wherever that cut falls."""
-
-    name = "labkit.NaiveCut"
-
-    def __init__(self, trigger: int = 8, keep: int = 5) -> None:
-        super().__init__()
-        for knob, n in (("trigger", trigger), ("keep", keep)):
-            if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-                raise ValueError(f"{knob} must be a whole number of messages, 1 or more; got {n!r}")
-        if keep >= trigger:
-            raise ValueError(f"keep ({keep}) must be below trigger ({trigger})")
-        self.trigger, self.keep = trigger, keep
-
-    def wrap_model_call(self, request, handler):
-        messages = list(request.messages)
-        if len(messages) > self.trigger:
-            request = request.override(messages=[HumanMessage(NAIVE_SUMMARY), *messages[-self.keep:]])
-        return handler(request)
-
-
-def _hard_overflow_recipe(fixed: bool):
-    """Notebook 01's naive run on a 128k window; the fix offloads big results (notebook 04)."""
-    from labkit.model import LabModel
-    from labkit.offload import OffloadMiddleware
-
-    model = LabModel(window=128_000)
-    middleware = [OffloadMiddleware()] if fixed else []
-    return model, scenario.run(model, middleware=middleware)
-
-
-def _no_profile_recipe(fixed: bool):
-    """Notebook 02: create_deep_agent on a 100k model with no profile (fallback trigger 170,000
-    tokens); the fix sets the trigger in tokens, and like deepagents' factory does not trim."""
-    from deepagents.backends import StateBackend
-    from deepagents.middleware.summarization import SummarizationMiddleware
-
-    from labkit.model import LabModel
-
-    model = LabModel(window=100_000, profile=None)
-    middleware = [SummarizationMiddleware(model, backend=StateBackend(), trigger=("tokens", 50_000),
-                                          keep=("messages", 6), trim_tokens_to_summarize=None)
-                  ] if fixed else []
-    return model, scenario.run(model, middleware=middleware, harness="deep")
-
-
-def _goal_lost_recipe(fixed: bool):
-    """Notebook 14: deepagents' SummarizationMiddleware built directly, every 8 messages, keep 4
-    (its constructor's 4,000-token trim), a user who repeats the request; the fix: a todo list."""
-    from labkit import evals
-    from labkit.model import LabModel
-
-    model = LabModel(window=1_000_000)
-    return model, evals.forced_compaction("todo" if fixed else "none", trigger=8, keep=4, model=model)
-
-
-def _needle_lost_recipe(fixed: bool):
-    """Notebook 10: langchain's SummarizationMiddleware rewrites state and keeps no archive; the
-    fix is labkit's, which archives what it folds and names the path in the summary."""
-    from langchain.agents.middleware import SummarizationMiddleware as LangchainSummarization
-
-    from labkit.model import LabModel
-    from labkit.summarize import SummarizeMiddleware
-
-    model = LabModel(window=128_000)
-    middleware = SummarizeMiddleware(model) if fixed else LangchainSummarization(
-        model, trigger=("fraction", 0.85), keep=("fraction", 0.10), token_counter=count_tokens,
-        trim_tokens_to_summarize=None)
-    return model, scenario.run(model, middleware=[middleware])
-
-
-def _cost_blowup_recipe(fixed: bool):
-    """Notebook 01: on a 1,000,000-token model the naive run fits, and re-sends every export on
-    every call; the fix offloads them (notebook 04)."""
-    from labkit.model import LabModel
-    from labkit.offload import OffloadMiddleware
-
-    model = LabModel(window=1_000_000)
-    middleware = [OffloadMiddleware()] if fixed else []
-    return model, scenario.run(model, middleware=middleware)
-
-
-def _tool_tax_recipe(fixed: bool):
-    """Notebook 06: create_deep_agent evicting every result over 1,000 tokens (4,000 characters),
-    so the tool schemas become a large slice of every call; the fix sends only the file tools it
-    uses."""
-    from deepagents.middleware.filesystem import FilesystemMiddleware
-
-    from labkit.model import LabModel
-
-    model = LabModel(window=128_000)
-    tools = {"tools": ["read_file", "write_file", "grep"]} if fixed else {}
-    files = FilesystemMiddleware(tool_token_limit_before_evict=1_000, **tools)
-    return model, scenario.run(model, middleware=[files], harness="deep")
-
-
-def _orphan_recipe(fixed: bool):
-    """Notebook 08: a hand-made compaction keeps the last 5 messages wherever that cuts; the fix
-    is labkit's, whose cut moves back to the AI message that made the tool calls."""
-    from labkit.model import LabModel
-    from labkit.summarize import SummarizeMiddleware
-
-    model = LabModel(window=128_000)
-    middleware = SummarizeMiddleware(model, trigger=("messages", 8), keep=("messages", 5)
-                                     ) if fixed else NaiveCut(trigger=8, keep=5)
-    return model, scenario.run(model, middleware=[middleware])
-
-
-def _raw_dump_recipe(fixed: bool):
-    """Notebook 12: researcher subagents that reply with their raw data; the fix asks them to
-    save it to a file and reply with the path."""
-    from labkit.isolate import IsolateMiddleware, SubagentSpec
-    from labkit.model import LabModel
-
-    model = LabModel(window=128_000, delegate_research=True, raw_subagent_output=True)
-    spec = SubagentSpec(**scenario.researcher(notes=fixed))
-    return model, scenario.run(model, middleware=[IsolateMiddleware(model, [spec])],
-                               turns=scenario.FANOUT_TURNS)
-
-
-_RECIPES: dict[str, Callable[[bool], tuple]] = {
-    "hard_overflow": _hard_overflow_recipe,
-    "no_profile": _no_profile_recipe,
-    "goal_lost": _goal_lost_recipe,
-    "needle_lost": _needle_lost_recipe,
-    "cost_blowup": _cost_blowup_recipe,
-    "tool_tax": _tool_tax_recipe,
-    "orphan": _orphan_recipe,
-    "raw_dump": _raw_dump_recipe,
-}
-MODES = tuple(_RECIPES)
-LABELS = {"hard_overflow": "hard overflow", "no_profile": "no profile", "goal_lost": "soft amnesia",
-          "needle_lost": "needle lost", "cost_blowup": "cost blow-up", "tool_tax": "tool-schema tax",
-          "orphan": "orphan tool message", "raw_dump": "raw subagent dump"}
-
-
-@dataclass(frozen=True, eq=False)
-class Case:
-    """One run of a failure mode (``fixed=False``) or of its remedy: the run and its model."""
-
-    mode: str
-    fixed: bool
-    run: Any
-    model: Any
-
-    @cached_property
-    def findings(self) -> list[Finding]:
-        return diagnose(self.run, self.model)
-
-    @property
-    def window(self) -> int | None:
-        return getattr(self.model, "window", None)
-
-    @property
-    def label(self) -> str:
-        return f"{LABELS[self.mode]}, {'with the fix' if self.fixed else 'the failure'}"
-
-
-def _recipe(mode: str) -> Callable[[bool], tuple]:
-    if mode not in _RECIPES:
-        raise ValueError(f"unknown failure mode {mode!r}; choose one of {', '.join(MODES)}")
-    return _RECIPES[mode]
-
-
-def reproduce(mode: str) -> Case:
-    """Run failure mode ``mode`` (one of :data:`MODES`) as the course first showed it."""
-    model, run = _recipe(mode)(False)
-    return Case(mode, False, run, model)
-
-
-def fix(mode: str) -> Case:
-    """Run the same failure mode with its remedy applied."""
-    model, run = _recipe(mode)(True)
-    return Case(mode, True, run, model)
-
-
-def recipe(mode: str) -> str:
-    """The source of ``mode``'s recipe: what :func:`reproduce` and :func:`fix` run."""
-    return inspect.getsource(_recipe(mode))
-
-
-def compare(*cases: Case) -> Table:
-    """One row per case: calls, refusals, tokens sent, peak, goal, needle and its findings."""
-    rows = []
-    for c in cases:
-        ok, score = _ok(c.run), scenario.score(c.run)
-        rows.append({"run": c.label, "model calls": len(c.run.records),
-                     "refused calls": len(c.run.records) - len(ok),
-                     "tokens sent": sum(r.seen for r in ok),
-                     "peak": max((r.seen for r in c.run.records), default=0),
-                     "goal completed": score.goal_completed, "needle": score.needle_correct,
-                     "findings": ", ".join(f.key for f in c.findings) or "none"})
-    return Table(rows)

@@ -1,0 +1,143 @@
+"""The diagnostic clinic: symptom → cause → remedy, a diagnosis of a recorded run, and every failure
+mode on cue. Notebook 16 introduces it; it gathers what notebooks 01–14 taught.
+
+Here: :func:`diagnose` and the thresholds it reads (change one, and the next call uses it), and
+:func:`reproduce` / :func:`fix`, which run a failure mode or its remedy as a :class:`Case`. The
+parts: ``rows`` (the table as data, English and Chinese), ``findings`` (the detectors and the
+report), ``recipes`` (how each failure mode is made). Every name is importable from here.
+
+What it leaves out: judgement — the detectors read numbers, never a real model's wording.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Any
+
+from labkit import scenario
+from labkit.diagnose.findings import Finding, detect, report
+from labkit.diagnose.recipes import LABELS, MODES, NaiveCut, recipe, run_recipe
+from labkit.diagnose.rows import ROWS, WHEN_NOT, Knob, Row, Text, When, row, table, when_not
+from labkit.tables import Table
+
+__all__ = [
+    "COST_GROWTH",
+    "COST_MIN_TOKENS",
+    "Case",
+    "Finding",
+    "Knob",
+    "LABELS",
+    "MODES",
+    "NaiveCut",
+    "RAW_REPLY_TOKENS",
+    "ROWS",
+    "Row",
+    "TAX_MIN_TOKENS",
+    "TAX_SHARE",
+    "THRESHOLDS",
+    "Text",
+    "WHEN_NOT",
+    "When",
+    "compare",
+    "diagnose",
+    "fix",
+    "recipe",
+    "report",
+    "reproduce",
+    "row",
+    "table",
+    "when_not",
+]
+
+# -- thresholds: below them a run is not flagged ---------------------------------------------------
+
+COST_MIN_TOKENS = 1_000_000
+"""Cost blow-up: a run that sends fewer input tokens than this is cheap, whatever its shape."""
+COST_GROWTH = 20
+"""Cost blow-up: the average call carries at least this many times the first call's tokens."""
+TAX_SHARE = 0.40
+"""Tool-schema tax: schemas are at least this share of all the tokens sent..."""
+TAX_MIN_TOKENS = 25_000
+"""...and at least this many tokens over the run (a small share of a cheap run is no problem)."""
+RAW_REPLY_TOKENS = 2_000
+"""Raw dump: a ``task`` reply longer than this is raw data, not a report (reports are ~100)."""
+
+THRESHOLDS = {
+    "COST_MIN_TOKENS": "cost blow-up: tokens sent over the run, at least",
+    "COST_GROWTH": "cost blow-up: average call ÷ first call, at least",
+    "TAX_SHARE": "tool-schema tax: share of the tokens sent, at least",
+    "TAX_MIN_TOKENS": "tool-schema tax: schema tokens over the run, at least",
+    "RAW_REPLY_TOKENS": "raw dump: tokens in one task reply, more than",
+}
+"""Each threshold's name and meaning; notebook 16 shows them as a table."""
+
+
+def diagnose(run, model=None) -> list[Finding]:
+    """What went wrong in a recorded ``scenario.Run``, one :class:`Finding` per symptom seen.
+    Notebook 16.
+
+    ``model`` (the chat model the run used) is needed for one symptom only: the no-profile trap,
+    which a run's records cannot show by themselves. Nothing found: an empty list. The thresholds
+    are read when it is called, so ``diagnose.COST_GROWTH = 30`` changes the next diagnosis.
+
+    Example:
+        >>> # diagnose(scenario.run(LabModel(window=128_000)))[0].key
+        >>> # 'hard_overflow'
+    """
+    limits = {"COST_MIN_TOKENS": COST_MIN_TOKENS, "COST_GROWTH": COST_GROWTH, "TAX_SHARE": TAX_SHARE,
+              "TAX_MIN_TOKENS": TAX_MIN_TOKENS, "RAW_REPLY_TOKENS": RAW_REPLY_TOKENS}
+    return detect(run, model, limits)
+
+
+# -- the failure modes, on cue ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True, eq=False)
+class Case:
+    """One run of a failure mode (``fixed=False``) or of its remedy: the run and its model.
+    Notebook 16."""
+
+    mode: str
+    fixed: bool
+    run: Any
+    model: Any
+
+    @cached_property
+    def findings(self) -> list[Finding]:
+        return diagnose(self.run, self.model)
+
+    @property
+    def window(self) -> int | None:
+        return getattr(self.model, "window", None)
+
+    @property
+    def label(self) -> str:
+        return f"{LABELS[self.mode]}, {'with the fix' if self.fixed else 'the failure'}"
+
+
+def reproduce(mode: str) -> Case:
+    """Run failure mode ``mode`` (one of :data:`MODES`) as the course first showed it. Notebook 16."""
+    model, run = run_recipe(mode, False)
+    return Case(mode, False, run, model)
+
+
+def fix(mode: str) -> Case:
+    """Run the same failure mode with its remedy applied. Notebook 16."""
+    model, run = run_recipe(mode, True)
+    return Case(mode, True, run, model)
+
+
+def compare(*cases: Case) -> Table:
+    """One row per case: calls, refusals, tokens sent, peak, goal, needle and its findings.
+    Notebook 16."""
+    rows = []
+    for c in cases:
+        ok, score = [r for r in c.run.records if not r.error], scenario.score(c.run)
+        rows.append({"run": c.label, "model calls": len(c.run.records),
+                     "refused calls": len(c.run.records) - len(ok),
+                     "tokens sent": sum(r.seen for r in ok),
+                     "peak": max((r.seen for r in c.run.records), default=0),
+                     "goal completed": score.goal_completed, "needle": score.needle_correct,
+                     "findings": ", ".join(f.key for f in c.findings) or "none"})
+    return Table(rows)
