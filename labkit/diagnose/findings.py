@@ -1,10 +1,9 @@
 """The detectors: what went wrong in a recorded run, as findings with the run's own numbers.
 
-Notebook 16's section 2. Each symptom is a small pure function of a ``scenario.Run`` (its
-records, messages, state and files), its score and its model; :func:`detect` runs them all and
-returns one :class:`Finding` per symptom seen, and :func:`report` shows findings as a table.
-The size thresholds come in as an argument: ``labkit.diagnose`` holds them, and its
-``diagnose(run, model)`` passes them here.
+Notebook 16, section 2. Each symptom is a small pure function of a ``scenario.Run`` (records,
+messages, state, files), its score and its model; :func:`detect` runs them all and returns one
+:class:`Finding` per symptom seen; :func:`report` shows findings as a table. The thresholds come
+in as an argument: ``labkit.diagnose`` holds them, and ``diagnose(run, model)`` passes them.
 
 What it leaves out: judgement. The detectors read numbers and the lab model's fixed replies
 (``prompts.GOAL_LOST``), never a real model's wording; symptoms a run has no number for are in
