@@ -1,42 +1,14 @@
 """Replay: re-run the summarization policy over a recorded run with new knobs — no agent loop.
 
 Notebook 07 introduces it (the sliders of ``labkit.widgets.knobs`` call it on every move);
-notebook 09 replays the full record. A recorded run holds the whole story: every message in
-state (``run.messages``) and, per model call, how many of them existed
-(``records[i].messages_stored``) and the fixed part of the request (system prompt and tool
-schemas). :func:`replay` walks those calls and asks, at each one, what
-``labkit.summarize.SummarizeMiddleware`` would do with the given ``trigger``, ``keep`` and
-``window`` — using the middleware's own pure policy: :func:`~labkit.summarize.should_compact`,
-:func:`~labkit.summarize.fold` (the view, and the pair-safe cut found by token bisection) and
-:func:`~labkit.summarize.summary_message`. The
-knobs are checked, and their defaults chosen, by building a ``SummarizeMiddleware`` itself.
-
-It answers, per setting: the tokens the model would see on each call, the compaction events
-(which call, which cut, trigger or overflow), the first call over the window, the tokens sent and
-their illustrative cost, summary calls included, and what became of the needle — still *visible*
-in the final call's view, folded into the *archive* (recoverable with grep), or *lost* (folded
-with no archive, as langchain's destructive ``SummarizationMiddleware`` does).
-
-**What the replay assumes.** The trajectory — what the model does, call by call — does not
-change with the knobs. A real model may act differently after a lossy summary (repeat a fetch,
-grep the archive for the needle); the lab model does so too, near the end of the scenario. So
-the replay shows context size and cost under a policy, not behaviour: for behaviour, run the
-scenario (``tests/test_replay.py`` checks that both agree wherever the trajectory is the same).
-
-Estimates, stated: the summary text is the lab model's own extractive summary
-(:func:`labkit.model.summarize`, a pure function, about a millisecond per 100k tokens folded) of
-exactly the text the middleware would send; the summary call's *input* tokens are the prompt
-template plus each folded message rendered as in the prompt, counted one by one (BPE of a
-concatenation differs by a handful of tokens from the sum of its parts). Costs use
-``labkit.tokens.cost``; failed calls cost nothing, as with the Recorder.
-
-Speed: :func:`trajectory` counts every message once (BPE, ``TokenCounter``) and keeps prefix
-sums, so a call costs O(1) and a compaction O(messages shown); ``bench/bench_replay.py`` times a
-200-call replay (:func:`synthetic_run`).
-
-What it leaves out: offloading (``labkit.offload`` edits the messages themselves, so it needs a
-real run), the ``compact_conversation`` tool (a model decision, so part of the trajectory), and
-deepagents' own middleware (chars/4 trigger, another cut rule).
+notebook 09 replays the full record. A recorded run holds every message in state and, per model
+call, how many of them existed and the fixed part of the request; :func:`replay` walks those
+calls and, at each, asks ``labkit.summarize.next_fold`` — the middleware's own decision — what
+``SummarizeMiddleware`` would do with the given knobs. It answers, per setting, the tokens of each
+call, the compaction events, the first overflow, tokens sent and cost, and where the needle is.
+What it leaves out: behaviour (the trajectory does not change with the knobs — for behaviour, run
+the scenario), offloading (it edits the messages themselves), the ``compact_conversation`` tool
+(a model decision) and deepagents' own middleware.
 """
 
 from __future__ import annotations
@@ -48,8 +20,11 @@ from typing import Any
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage, get_buffer_string
 
-from labkit.summarize import (Event, SummarizeMiddleware, archive_path, fold, section_id, should_compact,
-                              summary_message, summary_prompt)
+from labkit.summarize import (Event, SummarizeMiddleware, archive_path, next_fold, section_id, summary_message,
+                              summary_prompt)
+from labkit._synthetic import synthetic_run
+from labkit.model import summarize as lab_summary
+from labkit.scenario import needle
 from labkit.tokens import PRICES, TokenCounter, cost, message_text
 from labkit.trace import KINDS, CallRecord, kind_of
 
@@ -110,8 +85,6 @@ def _calls_of(records: Sequence[CallRecord]) -> list[CallRecord]:
 def trajectory(run: Any, counter: TokenCounter | None = None) -> Trajectory:
     """Measure a recorded run once (``scenario.Run``, or anything with ``messages`` and
     ``records``): per-message tokens, prefix sums, the calls and their fixed part."""
-    from labkit.scenario import needle
-
     messages = list(getattr(run, "messages", None) or [])
     records = getattr(run, "records", None)
     if not messages or not records:
@@ -215,8 +188,6 @@ def _knobs(trigger, keep, window: int, profile: bool) -> SummarizeMiddleware:
 def _summary(t: Trajectory, shown: list[BaseMessage], last: Event | None, cut: int,
              keep_figures: bool) -> tuple[str, int, int]:
     """The lab model's summary of ``shown[:cut]`` and the summary call's input and output tokens."""
-    from labkit.model import summarize
-
     first = last.cut if last else 0
     absolute = first + cut - (1 if last else 0)
     key = (last.summary if last else None, first, absolute, keep_figures)
@@ -230,16 +201,112 @@ def _summary(t: Trajectory, shown: list[BaseMessage], last: Event | None, cut: i
             template = t.memo[("template", keep_figures)] = t.counter.text(summary_prompt([], keep_figures)) + 3
         n_in = template + t.xml_prefix[absolute] - t.xml_prefix[first] + (
             t.counter.text(head[0]) if head else 0)
-        summary = summarize(text, keep_figures=keep_figures)
+        summary = lab_summary(text, keep_figures=keep_figures)
         t.memo[key] = (summary, n_in, t.counter.text(summary))
     return t.memo[key]
+
+
+class _Prefix(Sequence):
+    """The first ``n`` messages of a trajectory, without copying them (a view for ``next_fold``)."""
+
+    def __init__(self, messages: list[BaseMessage], n: int) -> None:
+        self.messages, self.n = messages, n
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __getitem__(self, k):
+        if isinstance(k, slice):
+            return self.messages[slice(*k.indices(self.n))]
+        if not -self.n <= k < self.n:
+            raise IndexError(k)
+        return self.messages[k % self.n]
+
+
+@dataclass
+class _Session:
+    """One replay's running state: the events so far and the records made. Each model call asks
+    ``summarize.next_fold`` — the middleware's own decision — before it goes out, and again after
+    an overflow; the model and the file are simulated: the summary is the lab model's, and an
+    overflow is a request over the window."""
+
+    t: Trajectory
+    policy: SummarizeMiddleware
+    window: int
+    price: Any
+    keep_figures: bool
+    path: str | None
+    events: list[Event] = field(default_factory=list)
+    event_calls: list[int] = field(default_factory=list)
+    event_records: list[int] = field(default_factory=list)
+    records: list[CallRecord] = field(default_factory=list)
+    summary_tokens: int = 0  # the summary message's tokens in the current view
+    summary_in: int = 0
+    summary_out: int = 0
+    overflow: int | None = None  # the first call that went over the window
+
+    def request(self, i: int, n: int) -> int:
+        """The tokens call ``i`` sends with ``n`` messages in state, under the current event."""
+        cut = self.events[-1].cut if self.events else 0
+        return self.t.fixed[i] + self.summary_tokens + self.t.prefix[n] - self.t.prefix[cut]
+
+    def compact(self, i: int, n: int, reason: str) -> bool:
+        """Ask the middleware's decision; on a fold, add its event. Did it compact?"""
+        p = self.policy
+        planned = next_fold(_Prefix(self.t.messages, n), self.events, self.request(i, n), trigger=p.trigger,
+                            keep=p.keep, window=p.window, count=self.t.tokens, forced=reason == "overflow")
+        if planned is None:
+            return False
+        last = self.events[-1] if self.events else None
+        text, n_in, n_out = _summary(self.t, planned.shown, last, planned.cut, self.keep_figures)
+        self.summary_in, self.summary_out = self.summary_in + n_in, self.summary_out + n_out
+        number = len(self.events) + 1
+        event = Event(cut=planned.absolute, summary=text, archive=self.path, created_at=n, number=number,
+                      reason=reason, section=section_id(self.t.messages, number))
+        self.events.append(event)
+        self.event_calls.append(i)
+        self.event_records.append(len(self.records))  # the next record is the first to see its view
+        self.summary_tokens = self.t.counter.message(summary_message(event))
+        return True
+
+    def record(self, i: int, n: int, error: str | None = None) -> int:
+        """Record call ``i`` as the Recorder would; the tokens it sent."""
+        t, tokens = self.t, self.request(i, n)
+        cut = self.events[-1].cut if self.events else 0
+        by = dict.fromkeys(KINDS, 0)
+        by["system"], by["tools"] = t.system[i], t.fixed[i] - t.system[i]
+        for k in _MESSAGE_KINDS:
+            by[k] = t.by_kind[k][n] - t.by_kind[k][cut]
+        by["summary"] += self.summary_tokens if self.events else 0
+        out = 0 if error else t.outputs[i]
+        self.records.append(CallRecord(
+            index=len(self.records), turn=t.turns[i], stored=t.prefix[n], seen=tokens, by_kind=by,
+            messages_stored=n, messages_seen=n - cut + (1 if self.events else 0), output_tokens=out,
+            cost=0.0 if error else cost(tokens, out, self.price), error=error,
+            tool_calls=[] if error else t.tool_calls[i]))
+        return tokens
+
+    def call(self, i: int, n: int) -> bool:
+        """One model call as SummarizeMiddleware makes it: compact past the trigger; over the
+        window, record the refusal, compact once more and retry once. Did the run survive?"""
+        self.compact(i, n, "trigger")
+        if self.request(i, n) > self.window:
+            self.overflow = i if self.overflow is None else self.overflow
+            self.record(i, n, _overflow_error(self.request(i, n), self.window))
+            if not self.compact(i, n, "overflow"):
+                return False
+            if self.request(i, n) > self.window:
+                self.record(i, n, _overflow_error(self.request(i, n), self.window))
+                return False
+        self.record(i, n)
+        return True
 
 
 def replay(run: Any, *, trigger: tuple | None = None, keep: tuple | None = None,
            window: int = 128_000, profile: bool = True, keep_figures: bool = False,
            archive: bool = True, price: str | tuple[float, float] = "lab-model",
            thread_id: str = "lab") -> Replay:
-    """Re-simulate ``SummarizeMiddleware(trigger=, keep=)`` over a recorded run.
+    """Re-simulate ``SummarizeMiddleware(trigger=, keep=)`` over a recorded run. Notebook 07.
 
     Args:
         run: a ``scenario.Run`` (recorded with a window large enough that nothing failed, e.g.
@@ -261,89 +328,26 @@ def replay(run: Any, *, trigger: tuple | None = None, keep: tuple | None = None,
     policy = _knobs(trigger, keep, window, profile)
     if isinstance(price, str) and price not in PRICES:
         raise ValueError(f"unknown price {price!r}: choose one of {sorted(PRICES)}")
-    path = archive_path(thread_id) if archive else None
-    events: list[Event] = []
-    event_calls: list[int] = []
-    event_records: list[int] = []
-    records: list[CallRecord] = []
+    s = _Session(t, policy, window, price, keep_figures, archive_path(thread_id) if archive else None)
     seen: list[int] = []
-    summary_tokens = 0  # the summary message's tokens in the current view
-    summary_in = summary_out = 0
-    overflow = died_at = None
-
-    def compact(n: int, reason: str) -> Event | None:
-        """What SummarizeMiddleware.compact decides — without the model call or the file."""
-        nonlocal summary_in, summary_out
-        planned = fold(t.messages[:n], events, policy.keep, policy.window, t.tokens)
-        if planned is None:
-            return None
-        shown, _, cut, absolute = planned
-        text, n_in, n_out = _summary(t, shown, events[-1] if events else None, cut, keep_figures)
-        summary_in += n_in
-        summary_out += n_out
-        number = len(events) + 1
-        return Event(cut=absolute, summary=text, archive=path, created_at=n,
-                     number=number, reason=reason, section=section_id(t.messages, number))
-
-    def add(event: Event, call: int) -> int:
-        events.append(event)
-        event_calls.append(call)
-        event_records.append(len(records))  # the next record is the first to see its view
-        return t.counter.message(summary_message(event))
-
-    def record(i: int, n: int, tokens: int, error: str | None = None) -> None:
-        cut = events[-1].cut if events else 0
-        by = dict.fromkeys(KINDS, 0)
-        by["system"], by["tools"] = t.system[i], t.fixed[i] - t.system[i]
-        for k in _MESSAGE_KINDS:
-            by[k] = t.by_kind[k][n] - t.by_kind[k][cut]
-        by["summary"] += summary_tokens if events else 0
-        out = 0 if error else t.outputs[i]
-        records.append(CallRecord(
-            index=len(records), turn=t.turns[i], stored=t.prefix[n], seen=tokens, by_kind=by,
-            messages_stored=n, messages_seen=n - cut + (1 if events else 0), output_tokens=out,
-            cost=0.0 if error else cost(tokens, out, price), error=error,
-            tool_calls=[] if error else t.tool_calls[i]))
-
-    def request(i: int, n: int) -> tuple[int, int]:
-        cut = events[-1].cut if events else 0
-        shown = n - cut + (1 if events else 0)
-        return t.fixed[i] + summary_tokens + t.prefix[n] - t.prefix[cut], shown
-
+    died_at = None
     for i, n in enumerate(t.calls):
-        tokens, shown = request(i, n)
-        if should_compact(tokens, shown, policy.trigger, policy.window):
-            event = compact(n, "trigger")
-            if event:
-                summary_tokens = add(event, i)
-                tokens, _ = request(i, n)
-        if tokens > window:
-            overflow = i if overflow is None else overflow
-            record(i, n, tokens, _overflow_error(tokens, window))
-            event = compact(n, "overflow")
-            if event is None:
-                died_at = i
-                break
-            summary_tokens = add(event, i)
-            tokens, _ = request(i, n)
-            if tokens > window:
-                record(i, n, tokens, _overflow_error(tokens, window))
-                died_at = i
-                break
-        record(i, n, tokens)
-        seen.append(tokens)
-    if died_at is not None:
-        seen.append(records[-1].seen)
-    agent_in = sum(r.seen for r in records if r.error is None)
-    agent_out = sum(r.output_tokens for r in records)
-    total = cost(agent_in, agent_out, price) + cost(summary_in, summary_out, price)
+        survived = s.call(i, n)
+        seen.append(s.records[-1].seen)
+        if not survived:
+            died_at = i
+            break
+    agent_in = sum(r.seen for r in s.records if r.error is None)
+    agent_out = sum(r.output_tokens for r in s.records)
+    total = cost(agent_in, agent_out, price) + cost(s.summary_in, s.summary_out, price)
     return Replay(
         knobs={"trigger": policy.trigger, "keep": policy.keep, "window": window, "profile": profile,
                "keep_figures": keep_figures, "archive": archive},
-        seen=tuple(seen), records=tuple(records), events=tuple(events),
-        event_calls=tuple(event_calls), event_records=tuple(event_records), overflow=overflow, died_at=died_at,
-        tokens_sent=agent_in + summary_in, summary_input=summary_in, summary_output=summary_out,
-        cost=total, needle=_needle_outcome(t, t.calls[i], events, died_at is not None, keep_figures))
+        seen=tuple(seen), records=tuple(s.records), events=tuple(s.events),
+        event_calls=tuple(s.event_calls), event_records=tuple(s.event_records), overflow=s.overflow,
+        died_at=died_at, tokens_sent=agent_in + s.summary_in, summary_input=s.summary_in,
+        summary_output=s.summary_out, cost=total,
+        needle=_needle_outcome(t, t.calls[i], s.events, died_at is not None, keep_figures))
 
 
 def _overflow_error(tokens: int, window: int) -> str:
@@ -353,8 +357,6 @@ def _overflow_error(tokens: int, window: int) -> str:
 
 def _needle_outcome(t: Trajectory, n: int, events: list[Event], died: bool, keep_figures: bool) -> str:
     """Where the needle's exact line is at the final call (see ``NEEDLE_OUTCOMES``)."""
-    from labkit.scenario import needle
-
     if died:
         return "overflow"
     present = [i for i in t.needle_at if i < n]
@@ -365,63 +367,3 @@ def _needle_outcome(t: Trajectory, n: int, events: list[Event], died: bool, keep
     if any(i >= cut for i in present) or (last and needle().find(last.summary)):
         return "visible"
     return "archive" if last.archive else "lost"
-
-
-# -- a long trajectory for the benchmark -----------------------------------------------------------
-
-
-def _relabel(message: BaseMessage, week: int) -> BaseMessage:
-    """A copy whose tool-call ids are unique to this week, so pairs stay unambiguous."""
-    if isinstance(message, AIMessage) and message.tool_calls:
-        calls = [{**c, "id": f"w{week}_{c['id']}"} for c in message.tool_calls]
-        return message.model_copy(update={"tool_calls": calls, "id": None})
-    if isinstance(message, ToolMessage):
-        return message.model_copy(update={"tool_call_id": f"w{week}_{message.tool_call_id}", "id": None})
-    return message.model_copy(update={"id": None})
-
-
-def synthetic_run(turns: int = 200, source: Any = None):
-    """A recorded run of ``turns`` model calls, made by repeating a real one: as if the agent
-    did the weekly report week after week on one thread and nothing was ever compacted.
-
-    ``source`` is a recorded run with no failed call (default: the scenario on a 1,000,000-token
-    window, 15 calls). Week ``w`` repeats its messages (tool-call ids prefixed ``w<w>_``) and its
-    calls, each seeing everything before it; the records are measured as the Recorder measures.
-    Nothing here ran a model: the trajectory is synthetic, and for timing and curves only.
-    """
-    from labkit import scenario
-    from labkit.model import LabModel
-
-    if isinstance(turns, bool) or not isinstance(turns, int) or turns <= 0:
-        raise ValueError(f"turns must be a whole number of model calls > 0, got {turns!r}")
-    source = scenario.run(LabModel(window=1_000_000)) if source is None else source
-    if source.error is not None or any(r.error for r in source.records) or not source.records:
-        raise ValueError("synthetic_run needs a source run with records and no failed call "
-                         "(record it on a large window)")
-    counter = TokenCounter()
-    week_messages, week_calls = len(source.messages), len(source.records)
-    messages: list[BaseMessage] = []
-    records: list[CallRecord] = []
-    sizes: list[int] = [0]
-    kinds: dict[str, list[int]] = {k: [0] for k in _MESSAGE_KINDS}
-    for i in range(turns):
-        week, r = divmod(i, week_calls)
-        if week * week_messages >= len(messages):
-            for m in source.messages:
-                m = _relabel(m, week)
-                size = counter.message(m)
-                messages.append(m)
-                sizes.append(sizes[-1] + size)
-                for k in _MESSAGE_KINDS:
-                    kinds[k].append(kinds[k][-1] + (size if kind_of(m) == k else 0))
-        base = source.records[r]
-        n = week * week_messages + base.messages_stored
-        by = {**base.by_kind, **{k: kinds[k][n] for k in _MESSAGE_KINDS}}
-        seen = sum(by.values())
-        records.append(CallRecord(
-            index=i, turn=week * len(scenario.TURNS) + base.turn, stored=sizes[n], seen=seen,
-            by_kind=by, messages_stored=n, messages_seen=n, output_tokens=base.output_tokens,
-            cost=cost(seen, base.output_tokens), tool_calls=list(base.tool_calls)))
-    keep = min(len(messages), records[-1].messages_stored + 1)  # up to the last call's reply
-    return scenario.Run(messages=messages[:keep], files={}, records=records,
-                        turns_completed=(turns // week_calls) * len(scenario.TURNS))

@@ -237,7 +237,7 @@ def test_a_message_that_looks_like_a_section_does_not_truncate_the_archive():
 def test_a_redo_replaces_only_its_own_section():
     """A section is replaced only by the compaction that wrote it (same conversation, same
     number): a section of another conversation with the same number stays."""
-    from labkit._archive import with_section
+    from labkit.summarize.archive import with_section
 
     one = archive_section([HumanMessage("x")], 1, 0, FIXED, section="aaaaaaaaaaaa-1")
     other = archive_section([HumanMessage("y")], 1, 0, FIXED, section="bbbbbbbbbbbb-1")
@@ -250,7 +250,7 @@ def test_a_redo_replaces_only_its_own_section():
 def test_a_section_cut_short_is_kept_and_its_redo_appended():
     """Section x was cut short (no closing tag) and another conversation's section came after it:
     redoing x must not take y's closing tag for its own and delete y."""
-    from labkit._archive import with_section
+    from labkit.summarize.archive import with_section
 
     x = archive_section([HumanMessage("x")], 1, 0, FIXED, section="aaaaaaaaaaaa-1")
     y = archive_section([HumanMessage("y")], 1, 0, FIXED, section="bbbbbbbbbbbb-1")
@@ -265,7 +265,7 @@ def test_two_writers_of_one_archive_in_one_process_keep_both_sections():
     import threading
     import time
 
-    from labkit._archive import write_section
+    from labkit.summarize.archive import write_section
 
     class Slow(MemoryBackend):
         def download_files(self, paths):

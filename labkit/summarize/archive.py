@@ -1,6 +1,6 @@
 """The compaction archive: where it lives, what a section looks like, and who owns a section.
 
-Used by: labkit.summarize (which re-exports the public names; labkit.replay reads them there).
+Notebook 09. Used by ``labkit.summarize.middleware``; the public names are in ``labkit.summarize``.
 A top-level agent archives to ``/conversation_history/<thread>.md``; a run nested in another
 agent's tool call (deepagents' ``task``, ``labkit.isolate``; also an agent used as a node of a
 graph of yours) to ``/conversation_history/<thread>/<agent name>-<conversation>.md``. A section's

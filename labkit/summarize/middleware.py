@@ -1,218 +1,49 @@
-"""Summarization (压缩): fold old messages into a summary — without deleting them.
+"""The summarization middleware: compact before a call, fall back on an overflow, archive first.
 
-Notebooks 07–11 introduce it. Compaction is lossy and costs a model call, so this module makes
-every part of it visible:
-
-* **when** — :func:`should_compact`: the request (system prompt, tool schemas and messages, in
-  BPE tokens) passes the ``trigger``: ``("fraction", f)`` of the window, ``("tokens", n)`` or
-  ``("messages", n)``. Defaults follow deepagents: 85% / keep 10% with a model profile, and the
-  no-profile fallback of 170,000 tokens / keep 6 messages (which a 128k model never reaches).
-* **where** — :func:`cut_point`: keep the most recent ``keep`` (messages, or a token budget met by
-  a binary search over suffix sums) so that an AI message with tool calls is never separated
-  from its tool results: a token budget moves past a block of results when that still fits,
-  otherwise :func:`safe_cut` moves the cut back to the AI message.
-* **what** — an :class:`Event` (cut point, summary, archive path) is recorded in private state;
-  ``state["messages"]`` is never touched, and the model's view is rebuilt on every call by
-  :func:`view`: ``[summary message, *messages[cut:]]``.
-* **the archive** — before summarizing, the folded messages, as the agent's state holds them,
-  are appended to a markdown file under ``/conversation_history/``: one per thread for the
-  top-level agent, one of its own for each subagent; one section per compaction, owned by its
-  conversation (a redo after a failed call replaces only its own section). The summary message
-  names that path, so exact details can be read back.
-* **the summary** — a four-part prompt (``prompts.SUMMARY_PROMPT``); a second compaction folds
-  the previous summary in (chained summaries).
-* **failure** — a ``ContextOverflowError`` from the model forces a compaction and one retry.
-* **by hand** — a ``compact_conversation`` tool shares the same event; it refuses below a gate
-  (half the trigger by default).
-
-The pure functions are what ``labkit.replay`` re-runs on every slider move. What it leaves out:
-media in the folded range (deepagents uploads it; here non-text content is an error), and
-argument truncation (that is ``labkit.offload``).
+:class:`SummarizeMiddleware` wraps every model call (notebooks 07–11): past the trigger it asks
+``policy.next_fold`` for a fold, writes the folded messages to the archive
+(``labkit.summarize.archive``), asks the model for a four-part summary and records an
+``Event`` in private state — ``state["messages"]`` is never touched; a ``ContextOverflowError``
+forces one more compaction and one retry; ``manual_tool=True`` adds ``compact_conversation``.
+What it leaves out: media in the folded range (deepagents uploads it; here non-text content is
+an error) and argument truncation (``labkit.offload``).
 """
 
 from __future__ import annotations
 
 import asyncio
-import bisect
 import datetime as dt
 import warnings
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from typing import Annotated, Any, NotRequired
 
+from deepagents.backends import StateBackend
 from deepagents.middleware.filesystem import FilesystemState
 from langchain.agents.middleware import AgentMiddleware
 from langchain.agents.middleware.types import ExtendedModelResponse, PrivateStateAttr
+from langchain.chat_models import init_chat_model
 from langchain.tools import ToolRuntime
 from langchain_core.exceptions import ContextOverflowError
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage, get_buffer_string
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from langchain_core.tools import StructuredTool
 from langgraph.types import Command
 
 from labkit import prompts
-from labkit._archive import (archive_owner, archive_path, archive_section, as_stored, conversation_key,
-                             section_id, state_messages, write_section)
 from labkit._sizes import check_limit, check_size, size_threshold
-from labkit.tokens import TokenCounter
+from labkit.summarize.archive import (archive_owner, archive_path, archive_section, as_stored,
+                                      conversation_key, state_messages, write_section)
+from labkit.summarize.policy import (EVENTS_KEY, MANUAL_TOOL, SUMMARY_METADATA, SUMMARY_TAGS, Event, Fold,
+                                     defaults, events_of, next_fold, summary_prompt, view)
+from labkit.tokens import TokenCounter, encoding
+from labkit.trace import measure
 
-__all__ = [
-    "EVENTS_KEY",
-    "Event",
-    "SummarizeMiddleware",
-    "archive_path",
-    "archive_section",
-    "cut_point",
-    "defaults",
-    "events_of",
-    "fold",
-    "safe_cut",
-    "section_id",
-    "should_compact",
-    "summary_message",
-    "summary_prompt",
-    "view",
-]
-
-EVENTS_KEY = "_labkit_compactions"
-SUMMARY_TAGS = ["nostream", "labkit:summary"]
-SUMMARY_METADATA = {"lc_source": "summarization"}
-MANUAL_TOOL = "compact_conversation"
-FALLBACK_TRIGGER = ("tokens", 170_000)
-FALLBACK_KEEP = ("messages", 6)
-
-
-@dataclass(frozen=True)
-class Event:
-    """One compaction: ``messages[:cut]`` are folded into ``summary``; the folded messages (not
-    earlier summaries) are archived in ``archive``, in the section whose id is ``section``.
-    ``created_at`` is the number of messages in state when it happened; ``number`` counts
-    compactions in the conversation."""
-
-    cut: int
-    summary: str
-    archive: str | None
-    created_at: int
-    number: int
-    reason: str = "trigger"  # "trigger", "overflow" or "manual"
-    section: str | None = None
+__all__ = ["SummarizeMiddleware"]
 
 
 class _State(FilesystemState):
     _labkit_compactions: Annotated[NotRequired[list[dict]], PrivateStateAttr]
-
-
-# -- pure policy --------------------------------------------------------------------------------
-
-
-def defaults(model: Any) -> tuple[tuple, tuple]:
-    """(trigger, keep) for a model: fractions with a profile, deepagents' fallback without."""
-    profile = getattr(model, "profile", None)
-    if isinstance(profile, dict) and isinstance(profile.get("max_input_tokens"), int):
-        return ("fraction", 0.85), ("fraction", 0.10)
-    return FALLBACK_TRIGGER, FALLBACK_KEEP
-
-
-def should_compact(tokens: int, n_messages: int, trigger: tuple, window: int | None) -> bool:
-    """Has the request reached the trigger? (A fraction with no window never fires.)"""
-    if trigger[0] == "messages":
-        return n_messages >= trigger[1]
-    threshold = size_threshold(trigger, window)
-    return threshold is not None and tokens >= threshold
-
-
-def safe_cut(messages: Sequence[BaseMessage], cut: int) -> int:
-    """Move ``cut`` back so it does not fall between an AI message's tool calls and their results:
-    if ``messages[cut]`` is a tool result, the cut moves to the AI message that made the call."""
-    cut = max(0, min(cut, len(messages)))
-    while 0 < cut < len(messages) and isinstance(messages[cut], ToolMessage):
-        cut -= 1
-    return cut
-
-
-def cut_point(messages: Sequence[BaseMessage], keep: tuple, window: int | None,
-              tokens: Callable[[BaseMessage], int], start: int = 0) -> int:
-    """Where to cut so the kept suffix ``messages[cut:]`` satisfies ``keep`` — pair-safe.
-
-    For a token budget, the smallest cut whose suffix fits is found by binary search over the
-    suffix sums (at most ``log2(n)`` steps). ``start`` is the first message that may be folded
-    (1 when ``messages[0]`` is the previous summary). Returns ``start`` when nothing can be folded.
-    """
-    n = len(messages)
-    if keep[0] == "messages":
-        cut = n - int(keep[1])
-    else:
-        budget = size_threshold(keep, window)
-        if budget is None:
-            return start
-        sizes = [tokens(m) for m in messages]
-        suffix = [0] * (n + 1)
-        for i in range(n - 1, -1, -1):
-            suffix[i] = suffix[i + 1] + sizes[i]
-        # suffix is decreasing; find the first i with suffix[i] <= budget
-        cut = bisect.bisect_left([-s for s in suffix], -budget)
-        cut = min(max(cut, start), n - 1)
-        cut = _fitting_cut(messages, cut) if cut > start else cut
-    cut = safe_cut(messages, min(max(cut, start), n - 1))  # the latest message always stays
-    return cut if cut > start else start
-
-
-def _fitting_cut(messages: Sequence[BaseMessage], cut: int) -> int:
-    """For a token budget: ``cut`` is the smallest cut whose suffix fits (or the latest message,
-    when nothing does). If it falls inside a block of tool results, moving back to their AI
-    message would keep more than the budget, so move forward past the block instead — the first
-    pair-safe cut that fits — as long as the latest message stays. (langchain's cutter only
-    moves back; notebook 08 compares them.)"""
-    forward = cut
-    while forward < len(messages) and isinstance(messages[forward], ToolMessage):
-        forward += 1
-    return forward if forward < len(messages) else cut
-
-
-def fold(messages: Sequence[BaseMessage], events: Sequence[Event], keep: tuple, window: int | None,
-         tokens: Callable[[BaseMessage], int]) -> tuple[list[BaseMessage], int, int, int] | None:
-    """What the next compaction folds: ``(shown, start, cut, absolute)`` — the current view, the
-    first foldable and the first kept position in it, and the cut in state — or ``None`` if the
-    cut cannot move forward. ``SummarizeMiddleware.compact`` and ``labkit.replay`` both use it."""
-    last = events[-1] if events else None
-    shown = view(messages, last)
-    start = 1 if last else 0
-    cut = cut_point(shown, keep, window, tokens, start=start)
-    if cut <= start:
-        return None
-    return shown, start, cut, (last.cut if last else 0) + (cut - start)
-
-
-def view(messages: Sequence[BaseMessage], event: Event | None) -> list[BaseMessage]:
-    """What the model sees: the summary, then every message from the cut on."""
-    if event is None:
-        return list(messages)
-    return [summary_message(event), *messages[event.cut:]]
-
-
-def summary_message(event: Event) -> HumanMessage:
-    """The message that stands for everything before the cut."""
-    where = (f"The folded messages are archived, word for word, in {event.archive} — read or grep "
-             "that file when you need an exact detail.\n\n") if event.archive else ""
-    text = (f"This conversation was compacted (compaction {event.number}): its first "
-            f"{event.cut} messages were replaced by the summary below.\n\n{where}"
-            f"<summary>\n{event.summary}\n</summary>")
-    return HumanMessage(text, additional_kwargs=dict(SUMMARY_METADATA), id=f"labkit-summary-{event.number}")
-
-
-def summary_prompt(messages: Sequence[BaseMessage], keep_figures: bool = False) -> str:
-    """The prompt sent to the summarizer: the four sections, then the history as XML."""
-    fidelity = prompts.KEEP_FIGURES if keep_figures else ""
-    return prompts.SUMMARY_PROMPT.format(messages=get_buffer_string(list(messages), format="xml"),
-                                         fidelity=fidelity)
-
-
-def events_of(state: dict) -> list[Event]:
-    """The compaction events recorded in a run's state, oldest first."""
-    return [Event(**e) for e in state.get(EVENTS_KEY) or []]
-
-
-# -- the middleware ------------------------------------------------------------------------------
 
 
 class SummarizeMiddleware(AgentMiddleware):
@@ -241,8 +72,6 @@ class SummarizeMiddleware(AgentMiddleware):
                  gate: float = 0.5, window: int | None = None,
                  clock: Callable[[], dt.datetime] | None = None) -> None:
         super().__init__()
-        from deepagents.backends import StateBackend
-
         model = _chat_model(model)
         default_trigger, default_keep = defaults(model)
         profile = getattr(model, "profile", None)
@@ -277,29 +106,35 @@ class SummarizeMiddleware(AgentMiddleware):
     # -- measuring ---------------------------------------------------------------------------
 
     def request_tokens(self, messages, system=None, tools=()) -> int:
-        from labkit.trace import measure
-
         return sum(measure(list(messages), system, list(tools), self.counter).values())
 
     # -- compacting --------------------------------------------------------------------------
 
-    def compact(self, messages: list[BaseMessage], events: list[Event], reason: str = "trigger",
+    def compact(self, messages: list[BaseMessage], events: list[Event], reason: str = "manual",
                 stored: Sequence[BaseMessage] = ()) -> Event | None:
-        """Fold what ``keep`` allows into a new event, or ``None`` if the cut cannot move forward.
+        """Fold what ``keep`` allows now (the trigger aside) into a new event, or ``None`` if the
+        cut cannot move forward. ``stored``: see :meth:`make_event`."""
+        return self.make_event(self._next(messages, events, forced=True), messages, events, reason, stored)
+
+    def _next(self, messages, events, request_tokens: int = 0, forced: bool = False) -> Fold | None:
+        return next_fold(messages, events, request_tokens, trigger=self.trigger, keep=self.keep,
+                         window=self.window, count=self.counter.message, forced=forced)
+
+    def make_event(self, planned: Fold | None, messages: Sequence[BaseMessage], events: list[Event],
+                   reason: str, stored: Sequence[BaseMessage] = ()) -> Event | None:
+        """Archive and summarize what ``planned`` folds: the new event (``None`` for no fold).
 
         ``messages`` are what this middleware was handed (an outer middleware may have shortened
         them); ``stored`` are the same messages as the agent's state holds them: the archive is
         written from those, matched by message id, so it keeps every word of their text."""
-        planned = fold(messages, events, self.keep, self.window, self.counter.message)
         if planned is None:
             return None
-        shown, start, cut, absolute = planned
-        folded = as_stored(shown[start:cut], stored)
+        folded = as_stored(planned.folded, stored)
         number = len(events) + 1
         conversation = conversation_key(stored or messages)
-        path = self._archive(folded, number, absolute - len(folded), conversation)
-        summary = self._summarize(shown[:cut])
-        return Event(cut=absolute, summary=summary, archive=path, created_at=len(messages),
+        path = self._archive(folded, number, planned.absolute - len(folded), conversation)
+        summary = self._summarize(planned.shown[:planned.cut])
+        return Event(cut=planned.absolute, summary=summary, archive=path, created_at=len(messages),
                      number=number, reason=reason, section=f"{conversation}-{number}")
 
     def _summarize(self, messages: Sequence[BaseMessage]) -> str:
@@ -315,8 +150,6 @@ class SummarizeMiddleware(AgentMiddleware):
         return reply.text if hasattr(reply, "text") else str(reply.content)
 
     def _trimmed(self, prompt: str) -> str:
-        from labkit.tokens import encoding
-
         enc = encoding(self.counter.encoding_name)
         ids = enc.encode(prompt, disallowed_special=())
         budget = max(200, int(0.4 * (self.window or len(ids))))
@@ -348,17 +181,18 @@ class SummarizeMiddleware(AgentMiddleware):
         shown = view(messages, events[-1] if events else None)
         new: list[Event] = []
         tokens = self.request_tokens(shown, request.system_message, request.tools or ())
-        if should_compact(tokens, len(shown), self.trigger, self.window):
-            event = self.compact(messages, events, stored=state_messages(request))
-            if event:
-                new.append(event)
-                shown = view(messages, event)
+        event = self.make_event(self._next(messages, events, tokens), messages, events, "trigger",
+                                state_messages(request))
+        if event:
+            new.append(event)
+            shown = view(messages, event)
         return messages, shown, new
 
     def _on_overflow(self, error: ContextOverflowError, messages, events: list[Event],
                      stored: Sequence[BaseMessage] = ()) -> Event:
         """The event that makes room after an overflow — or the error, saying nothing can."""
-        event = self.compact(messages, events, reason="overflow", stored=stored)
+        event = self.make_event(self._next(messages, events, forced=True), messages, events, "overflow",
+                                stored)
         if event is None:
             raise ContextOverflowError(f"{error} — and nothing is left to compact "
                                        f"(keep={self.keep!r})") from error
@@ -395,7 +229,9 @@ class SummarizeMiddleware(AgentMiddleware):
 
     # -- the manual tool -----------------------------------------------------------------------
 
-    def _gate_ok(self, shown, tokens) -> tuple[bool, str]:
+    def gate_check(self, shown, tokens) -> tuple[bool, str]:
+        """May ``compact_conversation`` fold now? ``(ok, why not)``: the view must hold at least
+        ``gate`` of the trigger, counted in messages or in tokens of ``shown``. Notebook 11."""
         kind, n = self.trigger
         if kind == "messages":
             need = max(1, int(n * self.gate))
@@ -417,11 +253,11 @@ class SummarizeMiddleware(AgentMiddleware):
                 return Command(update={"messages": [ToolMessage(
                     text, tool_call_id=runtime.tool_call_id, status="error")]})
             shown = view(messages, events[-1] if events else None)
-            ok, why = self._gate_ok(shown, self.request_tokens(shown))
+            ok, why = self.gate_check(shown, self.request_tokens(shown))
             if not ok:
                 text = prompts.COMPACT_REFUSED.format(why=why)
                 return Command(update={"messages": [ToolMessage(text, tool_call_id=runtime.tool_call_id)]})
-            event = self.compact(messages, events, reason="manual", stored=messages)
+            event = self.compact(messages, events, "manual", stored=messages)
             text = prompts.COMPACT_DONE.format(n=event.cut - (events[-1].cut if events else 0), path=event.archive) \
                 if event else prompts.COMPACT_REFUSED.format(why="nothing old enough to fold")
             update: dict[str, Any] = {"messages": [ToolMessage(text, tool_call_id=runtime.tool_call_id)]}
@@ -439,8 +275,6 @@ def _chat_model(model: Any) -> BaseChatModel:
     """The summarizer, checked when the middleware is built: a chat model, or a
     ``"provider:model"`` string resolved by langchain's ``init_chat_model`` (as deepagents does)."""
     if isinstance(model, str):
-        from langchain.chat_models import init_chat_model
-
         try:
             return init_chat_model(model)
         except Exception as e:

@@ -1,0 +1,195 @@
+"""Summarization's policy (压缩): when to compact, where to cut, what the model then sees.
+
+Pure functions over message lists, the part of summarization that ``labkit.replay`` re-runs on
+every slider move (notebooks 07–10). :func:`should_compact` tests the ``trigger``;
+:func:`cut_point` finds the pair-safe cut for ``keep``; :func:`next_fold` is the whole decision
+for one model call; an :class:`Event` records a compaction and :func:`view` rebuilds what the
+model is sent from it. What it leaves out: the model call, the archive and the hooks
+(``labkit.summarize.middleware``).
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from langchain_core.messages import BaseMessage, HumanMessage, ToolMessage, get_buffer_string
+
+from labkit import prompts
+from labkit._sizes import size_threshold
+
+__all__ = [
+    "EVENTS_KEY",
+    "FALLBACK_KEEP",
+    "FALLBACK_TRIGGER",
+    "MANUAL_TOOL",
+    "SUMMARY_METADATA",
+    "SUMMARY_TAGS",
+    "Event",
+    "Fold",
+    "cut_point",
+    "defaults",
+    "events_of",
+    "next_fold",
+    "safe_cut",
+    "should_compact",
+    "summary_message",
+    "summary_prompt",
+    "view",
+]
+
+EVENTS_KEY = "_labkit_compactions"
+SUMMARY_TAGS = ["nostream", "labkit:summary"]
+SUMMARY_METADATA = {"lc_source": "summarization"}
+MANUAL_TOOL = "compact_conversation"
+FALLBACK_TRIGGER = ("tokens", 170_000)
+FALLBACK_KEEP = ("messages", 6)
+
+
+@dataclass(frozen=True)
+class Event:
+    """One compaction: ``messages[:cut]`` are folded into ``summary``; the folded messages (not
+    earlier summaries) are archived in ``archive``, in the section whose id is ``section``.
+    ``created_at`` is the number of messages in state when it happened; ``number`` counts
+    compactions in the conversation."""
+
+    cut: int
+    summary: str
+    archive: str | None
+    created_at: int
+    number: int
+    reason: str = "trigger"  # "trigger", "overflow" or "manual"
+    section: str | None = None
+
+
+def defaults(model: Any) -> tuple[tuple, tuple]:
+    """(trigger, keep) for a model: fractions with a profile, deepagents' fallback without."""
+    profile = getattr(model, "profile", None)
+    if isinstance(profile, dict) and isinstance(profile.get("max_input_tokens"), int):
+        return ("fraction", 0.85), ("fraction", 0.10)
+    return FALLBACK_TRIGGER, FALLBACK_KEEP
+
+
+def should_compact(tokens: int, n_messages: int, trigger: tuple, window: int | None) -> bool:
+    """Has the request reached the trigger? (A fraction with no window never fires.)"""
+    if trigger[0] == "messages":
+        return n_messages >= trigger[1]
+    threshold = size_threshold(trigger, window)
+    return threshold is not None and tokens >= threshold
+
+
+def safe_cut(messages: Sequence[BaseMessage], cut: int) -> int:
+    """Move ``cut`` back so it does not fall between an AI message's tool calls and their results:
+    if ``messages[cut]`` is a tool result, the cut moves to the AI message that made the call."""
+    cut = max(0, min(cut, len(messages)))
+    while 0 < cut < len(messages) and isinstance(messages[cut], ToolMessage):
+        cut -= 1
+    return cut
+
+
+def cut_point(messages: Sequence[BaseMessage], keep: tuple, window: int | None,
+              tokens: Callable[[BaseMessage], int], start: int = 0) -> int:
+    """Where to cut so the kept suffix ``messages[cut:]`` satisfies ``keep`` — pair-safe.
+
+    For a token budget, the smallest cut whose suffix fits is found by binary search over the
+    suffix sums (at most ``log2(n)`` steps). ``start`` is the first message that may be folded
+    (1 when ``messages[0]`` is the previous summary). Returns ``start`` when nothing can be folded.
+    """
+    n = len(messages)
+    if keep[0] == "messages":
+        cut = n - int(keep[1])
+    else:
+        budget = size_threshold(keep, window)
+        if budget is None:
+            return start
+        sizes = [tokens(m) for m in messages]
+        suffix = [0] * (n + 1)
+        for i in range(n - 1, -1, -1):
+            suffix[i] = suffix[i + 1] + sizes[i]
+        # suffix is decreasing; find the first i with suffix[i] <= budget
+        cut = bisect.bisect_left([-s for s in suffix], -budget)
+        cut = min(max(cut, start), n - 1)
+        cut = _fitting_cut(messages, cut) if cut > start else cut
+    cut = safe_cut(messages, min(max(cut, start), n - 1))  # the latest message always stays
+    return cut if cut > start else start
+
+
+def _fitting_cut(messages: Sequence[BaseMessage], cut: int) -> int:
+    """For a token budget: ``cut`` is the smallest cut whose suffix fits (or the latest message,
+    when nothing does). If it falls inside a block of tool results, moving back to their AI
+    message would keep more than the budget, so move forward past the block instead — the first
+    pair-safe cut that fits — as long as the latest message stays. (langchain's cutter only
+    moves back; notebook 08 compares them.)"""
+    forward = cut
+    while forward < len(messages) and isinstance(messages[forward], ToolMessage):
+        forward += 1
+    return forward if forward < len(messages) else cut
+
+
+@dataclass(frozen=True)
+class Fold:
+    """What the next compaction folds (:func:`next_fold`): ``shown`` is the current view,
+    ``shown[start:cut]`` the messages folded (``start`` is 1 after the previous summary), and
+    ``absolute`` the new cut in state. Notebook 09."""
+
+    shown: list[BaseMessage]
+    start: int
+    cut: int
+    absolute: int
+
+    @property
+    def folded(self) -> list[BaseMessage]:
+        return self.shown[self.start:self.cut]
+
+
+def next_fold(messages: Sequence[BaseMessage], events: Sequence[Event], request_tokens: int, *,
+              trigger: tuple, keep: tuple, window: int | None, count: Callable[[BaseMessage], int],
+              forced: bool = False) -> Fold | None:
+    """The compaction decision for one model call: should it compact, and what does it fold?
+
+    Before the call it compacts once the request (``request_tokens``, or the messages in view)
+    reaches ``trigger``; ``forced`` (after an overflow, or by hand) skips that test. ``None``: the
+    call goes out as it is — or nothing can be folded. :class:`SummarizeMiddleware` and
+    ``labkit.replay`` both ask this function, so the two cannot drift apart. Notebook 07.
+    """
+    last = events[-1] if events else None
+    in_view = len(messages) - last.cut + 1 if last else len(messages)
+    if not forced and not should_compact(request_tokens, in_view, trigger, window):
+        return None
+    shown = view(messages, last)
+    start = 1 if last else 0
+    cut = cut_point(shown, keep, window, count, start=start)
+    if cut <= start:
+        return None
+    return Fold(shown, start, cut, (last.cut if last else 0) + (cut - start))
+
+
+def view(messages: Sequence[BaseMessage], event: Event | None) -> list[BaseMessage]:
+    """What the model sees: the summary, then every message from the cut on."""
+    if event is None:
+        return list(messages)
+    return [summary_message(event), *messages[event.cut:]]
+
+
+def summary_message(event: Event) -> HumanMessage:
+    """The message that stands for everything before the cut."""
+    where = (f"The folded messages are archived, word for word, in {event.archive} — read or grep "
+             "that file when you need an exact detail.\n\n") if event.archive else ""
+    text = (f"This conversation was compacted (compaction {event.number}): its first "
+            f"{event.cut} messages were replaced by the summary below.\n\n{where}"
+            f"<summary>\n{event.summary}\n</summary>")
+    return HumanMessage(text, additional_kwargs=dict(SUMMARY_METADATA), id=f"labkit-summary-{event.number}")
+
+
+def summary_prompt(messages: Sequence[BaseMessage], keep_figures: bool = False) -> str:
+    """The prompt sent to the summarizer: the four sections, then the history as XML."""
+    fidelity = prompts.KEEP_FIGURES if keep_figures else ""
+    return prompts.SUMMARY_PROMPT.format(messages=get_buffer_string(list(messages), format="xml"),
+                                         fidelity=fidelity)
+
+
+def events_of(state: dict) -> list[Event]:
+    """The compaction events recorded in a run's state, oldest first."""
+    return [Event(**e) for e in state.get(EVENTS_KEY) or []]
