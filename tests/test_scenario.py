@@ -1,4 +1,4 @@
-"""The running example: data, tools, tasks, run() and score()."""
+"""The running example: data, tools, tasks, agent(), run() and score(), and what a Run tells."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from langchain_core.exceptions import ContextOverflowError
 from langchain_core.messages import AIMessage, HumanMessage
 
 from labkit import LabModel, count_tokens, scenario
+from labkit.trace import KINDS, CallRecord, Recorder
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -99,3 +100,87 @@ def test_missing_data_dir_is_a_clear_error(monkeypatch, tmp_path):
     monkeypatch.setenv("LABKIT_DATA", str(tmp_path))
     with pytest.raises(FileNotFoundError, match="make_data.py"):
         scenario.data_dir()
+
+
+def _record(index: int, seen: int, error: str | None = None) -> CallRecord:
+    by_kind = dict.fromkeys(KINDS, 0) | {"human": seen}
+    return CallRecord(index=index, turn=0, stored=seen, seen=seen, by_kind=by_kind, messages_stored=1,
+                      messages_seen=1, error=error)
+
+
+def test_peak_is_the_largest_request_sent_refused_ones_included():
+    """Worked example: three calls of 40,000, 90,000 and 150,000 tokens on a 128k window; the last
+    is refused. It was still sent, so the peak is 150,000 — over the window, which is what a
+    learner holds it against; the largest request the model accepted was 90,000."""
+    refused = "ContextOverflowError: 150,000 tokens > 128,000"
+    run = scenario.Run(messages=[], files={}, records=[_record(0, 40_000), _record(1, 90_000),
+                                                        _record(2, 150_000, refused)])
+    assert run.peak == 150_000
+    assert max(r.seen for r in run.records if not r.error) == 90_000
+    assert scenario.Run(messages=[], files={}).peak == 0, "no model call, no peak"
+
+
+@pytest.mark.parametrize("window", [1_000_000, 128_000])
+def test_peak_matches_the_records_of_a_real_run(window):
+    run = scenario.run(LabModel(window=window))
+    assert run.peak == max(r.seen for r in run.records)
+    assert (run.peak > window) == (run.error is not None)
+
+
+def test_tool_calls_in_order_and_by_tool():
+    call = lambda i, name, **args: {"name": name, "args": args, "id": f"c{i}", "type": "tool_call"}
+    grep = call(3, "grep", pattern="net_revenue", path="/large_tool_results/x")
+    msgs = [HumanMessage(scenario.REQUEST),
+            AIMessage("", tool_calls=[call(1, "fetch_market_data", ticker="BRLM"),
+                                      call(2, "search_news", ticker="BRLM")]),
+            AIMessage("", tool_calls=[grep]),
+            AIMessage("", tool_calls=[call(4, "fetch_market_data", ticker="CRVD")]),
+            AIMessage("Done.")]
+    run = scenario.Run(messages=msgs, files={})
+    assert [tc["id"] for tc in run.tool_calls()] == ["c1", "c2", "c3", "c4"]
+    assert [tc["args"]["ticker"] for tc in run.tool_calls("fetch_market_data")] == ["BRLM", "CRVD"]
+    assert run.tool_calls("grep")[-1] == grep, "what a notebook's last_tool_call(run) was"
+    assert run.tool_calls("task") == []
+
+
+def test_tool_calls_of_a_real_run_are_the_ones_the_score_counts():
+    run = scenario.run(LabModel(window=1_000_000))
+    fetched = [tc["args"]["ticker"] for tc in run.tool_calls("fetch_market_data")]
+    assert fetched == [c["ticker"] for c in scenario.companies()], "one export per competitor, in order"
+    assert run.tool_calls()[0]["name"] == "fetch_market_data" and run.score.steps_repeated == 0
+
+
+def _shape(messages):
+    return [(m.type, m.text, [(tc["name"], tc["args"]) for tc in getattr(m, "tool_calls", [])])
+            for m in messages]
+
+
+def test_agent_is_the_graph_run_drives():
+    """One turn on scenario.agent by hand gives the same messages and files as run() with that turn."""
+    model = LabModel(window=1_000_000)
+    graph = scenario.agent(model)
+    thread = {"configurable": {"thread_id": "lab"}}
+    graph.invoke({"messages": [HumanMessage(scenario.REQUEST)]}, thread)
+    state = graph.get_state(thread).values
+    run = scenario.run(LabModel(window=1_000_000), turns=(scenario.REQUEST,))
+    assert _shape(state["messages"]) == _shape(run.messages)
+    assert set(state["files"]) == set(run.files) == {scenario.REPORT_PATH}, \
+        "eviction is off: no result offloaded to a file"
+    tools = set(model.calls[0].tools)
+    assert {"fetch_market_data", "search_news", "read_file", "write_file", "grep"} <= tools
+    assert "task" not in tools, "the agent harness is create_agent with file tools only"
+    assert scenario.agent(model).get_state(thread).values == {}, "each agent has its own checkpointer"
+
+
+def test_agent_takes_middleware_and_the_deep_harness():
+    rec, model = Recorder(), LabModel(window=1_000_000)
+    graph = scenario.agent(model, [rec], harness="deep", news_language="zh")
+    graph.invoke({"messages": [HumanMessage(scenario.REQUEST)]}, {"configurable": {"thread_id": "t"}})
+    assert rec.records and rec.records[0].seen == model.calls[0].input_tokens, \
+        "your middleware sees each call"
+    assert {"task", "fetch_market_data"} <= set(model.calls[0].tools), "the deep harness adds the task tool"
+    news = next(m for m in graph.get_state({"configurable": {"thread_id": "t"}}).values["messages"]
+                if m.type == "tool" and m.name == "search_news")
+    assert "新闻摘要" in news.text
+    with pytest.raises(ValueError, match="harness"):
+        scenario.agent(model, harness="swarm")

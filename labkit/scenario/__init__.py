@@ -1,0 +1,109 @@
+"""The running example: a weekly competitor report, researched by an agent.
+
+Notebook 01 introduces it; every later notebook reuses it. Every Monday the agent researches five
+(fictional) competitors — a market-data export each, some tens of thousands of tokens, and a news
+digest — writes ``/reports/weekly.md``, adds a risks note on feedback, and finally answers a
+question that needs one exact figure buried in the first export: the *needle*.
+
+Five parts, each one read: ``texts`` (what the user says), ``data`` (the data set and its two
+tools), ``steps`` (the tasks the lab model follows), ``harness`` (``agent()``, ``run()``) and
+``results`` (``Run``, ``score()``). Every name is importable from here: ``scenario.run(model)``.
+What it leaves out: deciding what to do next — that is the model's.
+"""
+
+from labkit.scenario.data import (
+    Needle,
+    _meta,  # not public: labkit._lab_writing reads the week from it
+    companies,
+    data_dir,
+    export_text,
+    memory_files,
+    memory_store,
+    memory_text,
+    needle,
+    news_text,
+    skill_files,
+    skill_text,
+    tools,
+    transcript_text,
+    with_transcript,
+)
+from labkit.scenario.harness import agent, run
+from labkit.scenario.results import Run, Score, score
+from labkit.scenario.steps import Step, Task, notes_path, research_request, researcher, tasks
+from labkit.scenario.texts import (
+    BRIEFINGS,
+    BRIEFINGS_DIR,
+    FANOUT,
+    FANOUT_TURNS,
+    FEEDBACK,
+    MEMORY_NAMESPACE,
+    MEMORY_PATH,
+    NEEDLE_QUESTION,
+    NOTES_DIR,
+    NOTES_INSTRUCTION,
+    PREFERENCE_TURN,
+    QBR_REQUEST,
+    QBR_SKILL_PATH,
+    REPORT_PATH,
+    REQUEST,
+    RESEARCHER_DESCRIPTION,
+    RESEARCHER_PROMPT,
+    RISKS_PATH,
+    SHARED_NOTES_INSTRUCTION,
+    SHARED_NOTES_PATH,
+    SKILLS_SOURCE,
+    TRANSCRIPT_NOTE,
+    TURNS,
+)
+
+__all__ = [
+    "BRIEFINGS",
+    "BRIEFINGS_DIR",
+    "FANOUT",
+    "FANOUT_TURNS",
+    "FEEDBACK",
+    "MEMORY_NAMESPACE",
+    "MEMORY_PATH",
+    "NEEDLE_QUESTION",
+    "NOTES_DIR",
+    "NOTES_INSTRUCTION",
+    "PREFERENCE_TURN",
+    "QBR_REQUEST",
+    "QBR_SKILL_PATH",
+    "REPORT_PATH",
+    "REQUEST",
+    "RESEARCHER_DESCRIPTION",
+    "RESEARCHER_PROMPT",
+    "RISKS_PATH",
+    "SHARED_NOTES_INSTRUCTION",
+    "SHARED_NOTES_PATH",
+    "SKILLS_SOURCE",
+    "TRANSCRIPT_NOTE",
+    "TURNS",
+    "Needle",
+    "Run",
+    "Score",
+    "Step",
+    "Task",
+    "agent",
+    "companies",
+    "data_dir",
+    "export_text",
+    "memory_files",
+    "memory_store",
+    "memory_text",
+    "needle",
+    "news_text",
+    "notes_path",
+    "research_request",
+    "researcher",
+    "run",
+    "score",
+    "skill_files",
+    "skill_text",
+    "tasks",
+    "tools",
+    "transcript_text",
+    "with_transcript",
+]

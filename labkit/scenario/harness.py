@@ -1,0 +1,136 @@
+"""The harness: build the agent the scenario runs on, and drive it through the user turns.
+
+Notebook 01 introduces :func:`run`; notebook 10 streams the agent :func:`agent` builds. With
+``harness="agent"`` it is langchain's ``create_agent`` with deepagents' file tools and nothing
+else (their eviction off); with ``harness="deep"`` it is ``create_deep_agent`` and its whole stack.
+
+What it leaves out: a default model. Pass one — ``LabModel()``, or ``labkit.get_model()`` for
+``LABKIT_MODEL`` — so the scenario never imports ``labkit.model`` (which reads the scenario).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from deepagents import create_deep_agent
+from deepagents.backends.utils import create_file_data
+from deepagents.middleware.filesystem import FilesystemMiddleware
+from langchain.agents import create_agent
+from langchain_core.messages import HumanMessage
+from langgraph.checkpoint.memory import InMemorySaver
+
+from labkit.scenario.data import tools
+from labkit.scenario.results import Run
+from labkit.scenario.texts import TURNS
+from labkit.trace import Recorder
+
+__all__ = ["agent", "run"]
+
+
+def _file_text(data: Any) -> str:
+    if isinstance(data, dict):
+        content = data.get("content", "")
+        return "\n".join(content) if isinstance(content, list) else str(content)
+    return str(data)
+
+
+def _seed_files(files: dict[str, Any] | None) -> dict[str, Any]:
+    """``run(files=...)`` as deepagents file data; a path must be absolute, a value text or
+    file data (a dict with ``content``)."""
+    seed = {}
+    for path, data in (files or {}).items():
+        if not isinstance(path, str) or not path.startswith("/"):
+            raise ValueError(f"files: {path!r} is not an absolute path such as '/skills/x/SKILL.md'")
+        if isinstance(data, str):
+            data = create_file_data(data)
+        if not (isinstance(data, dict) and "content" in data):
+            raise ValueError(f"files[{path!r}] must be text or deepagents file data (a dict with "
+                             f"'content'), not {type(data).__name__}")
+        seed[path] = data
+    return seed
+
+
+def agent(model, middleware: Sequence = (), harness: str = "agent", *, news_language: str = "en",
+          export_scale: float = 1.0, **agent_kwargs):
+    """The compiled agent :func:`run` drives, with the scenario's two data tools and its own
+    ``InMemorySaver``. Notebook 10 builds it to stream a run (``.stream`` / ``.astream_events``).
+
+    ``harness="agent"`` is langchain's ``create_agent`` with deepagents' ``FilesystemMiddleware``
+    first, its eviction switched off (nothing is offloaded unless one of your ``middleware`` does
+    it), then your ``middleware`` in order. ``harness="deep"`` is ``deepagents.create_deep_agent``
+    with its whole default stack, your ``middleware`` after it. ``news_language`` and
+    ``export_scale`` go to ``tools()``; ``agent_kwargs`` (``store=``, ``system_prompt=``,
+    ``subagents=`` …) to the agent factory. Nothing records the calls unless you add a
+    ``labkit.trace.Recorder`` (:func:`run` puts one last).
+
+    Example:
+        >>> # graph = scenario.agent(LabModel(), [SummarizeMiddleware(model)])
+        >>> # graph.stream({"messages": [HumanMessage(scenario.REQUEST)]},
+        >>> #              {"configurable": {"thread_id": "lab"}}, stream_mode="messages")
+    """
+    if harness not in ("agent", "deep"):
+        raise ValueError(f"harness must be 'agent' or 'deep', not {harness!r}")
+    data_tools = tools(news_language, export_scale)
+    if harness == "deep":
+        return create_deep_agent(model, tools=data_tools, middleware=list(middleware),
+                                 checkpointer=InMemorySaver(), **agent_kwargs)
+    fs = FilesystemMiddleware(tool_token_limit_before_evict=None,
+                              human_message_token_limit_before_evict=None)
+    return create_agent(model, tools=data_tools, middleware=[fs, *middleware],
+                        checkpointer=InMemorySaver(), **agent_kwargs)
+
+
+def run(
+    model,
+    *,
+    middleware: Sequence = (),
+    harness: str = "agent",
+    turns: Sequence[str] = TURNS,
+    news_language: str = "en",
+    export_scale: float = 1.0,
+    recorder: Recorder | None = None,
+    recursion_limit: int = 200,
+    files: dict[str, Any] | None = None,
+    thread_id: str = "lab",
+    **agent_kwargs,
+) -> Run:
+    """Drive ``model`` through the scenario's user turns on one thread and return the :class:`Run`.
+    Notebook 01.
+
+    The agent is :func:`agent`'s, with a recording middleware (``labkit.trace.Recorder``) placed
+    after your ``middleware``, so each record is what the model saw once they had edited the
+    request. Under ``create_agent`` that is the innermost layer. Under ``create_deep_agent`` a few
+    deepagents layers still come after it (prompt caching, unsupported-content notices, and the
+    tool exclusion of a harness profile): with ``excluded_tools`` the record overcounts the tool
+    schemas, and the model's ``reported_input`` is the true count.
+
+    A model error — a context overflow above all — ends the run; it is kept in ``Run.error``.
+
+    ``files`` seeds the thread's state files on the first turn (``{path: text or deepagents file
+    data}``, e.g. ``skill_files()``); ``thread_id`` names the thread. Each run has its own
+    checkpointer, so two runs never share a thread: what outlives one must live in a store
+    (``store=`` goes to the agent with the other ``agent_kwargs``).
+    """
+    recorder = Recorder() if recorder is None else recorder
+    graph = agent(model, [*middleware, recorder], harness, news_language=news_language,
+                  export_scale=export_scale, **agent_kwargs)
+    config = {"configurable": {"thread_id": thread_id}, "recursion_limit": recursion_limit}
+    seed = _seed_files(files)
+    error = None
+    done = 0
+    for text in turns:
+        recorder.start_turn(text)
+        update = {"messages": [HumanMessage(text)]}
+        if seed and done == 0:
+            update["files"] = seed
+        try:
+            graph.invoke(update, config=config)
+            done += 1
+        except Exception as e:  # the run ends; what happened is kept for the learner
+            error = e
+            break
+    state = dict(graph.get_state(config).values)
+    files = {path: _file_text(data) for path, data in (state.get("files") or {}).items()}
+    return Run(messages=list(state.get("messages", [])), files=files, records=recorder.records,
+               error=error, turns_completed=done, state=state)
