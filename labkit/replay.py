@@ -215,7 +215,7 @@ def _knobs(trigger, keep, window: int, profile: bool) -> SummarizeMiddleware:
 def _summary(t: Trajectory, shown: list[BaseMessage], last: Event | None, cut: int,
              keep_figures: bool) -> tuple[str, int, int]:
     """The lab model's summary of ``shown[:cut]`` and the summary call's input and output tokens."""
-    from labkit.model import summarize
+    from labkit.model import lab_summary
 
     first = last.cut if last else 0
     absolute = first + cut - (1 if last else 0)
@@ -230,7 +230,7 @@ def _summary(t: Trajectory, shown: list[BaseMessage], last: Event | None, cut: i
             template = t.memo[("template", keep_figures)] = t.counter.text(summary_prompt([], keep_figures)) + 3
         n_in = template + t.xml_prefix[absolute] - t.xml_prefix[first] + (
             t.counter.text(head[0]) if head else 0)
-        summary = summarize(text, keep_figures=keep_figures)
+        summary = lab_summary(text, keep_figures=keep_figures)
         t.memo[key] = (summary, n_in, t.counter.text(summary))
     return t.memo[key]
 
