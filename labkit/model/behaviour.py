@@ -80,7 +80,13 @@ def act(view: View, tools: list[dict], tool_choice: Any = None, *,
       while the read result is in its context. It applies the preferences it can see in
       ``<agent_memory>`` (a TL;DR line, a Sources line) and nowhere else; when the user states one
       ("From now on, …"), it adds it to the memory file shown there with ``edit_file`` and says so.
-    * **It compacts by hand only when told how** (notebook 11): see :func:`wants_compaction`.
+    * **It compacts by hand only when told how** (notebook 11, :func:`wants_compaction`). With a
+      ``compact_conversation`` tool bound, ``compact_when`` sets a fixed policy: ``"never"`` (the
+      default: it ignores the tool); ``"boundary"``: when the latest message is a user request
+      naming a scenario task and the message before it is a finished answer (the previous task
+      is done), it calls the tool first — once per turn, since the next message is the tool's
+      answer; ``"every_step"``: after every tool result, mid-task. Never right after
+      ``compact_conversation``'s own answer (no loops), and never when the task is lost.
     * **Outside the scenario** it says what it is and how to switch to a real model
       (``LABKIT_MODEL``); when a tool is forced or written out literally as ``name(args)``, it
       calls it with those literal arguments or schema placeholders — never a guess.
@@ -239,14 +245,7 @@ def _outside(view: View, tools: list[dict]) -> AIMessage:
 
 
 def wants_compaction(policy: str, view: View, names: list[str]) -> bool:
-    """Should the next reply be a ``compact_conversation`` call? (The ``compact_when`` policy.)
-
-    Notebook 11. With the tool bound, ``"never"`` (the default) ignores it; ``"boundary"`` calls
-    it when the latest message is a user request naming a scenario task and the message before
-    it is a finished answer (the previous task is done) — once per turn, since the next message
-    is the tool's answer; ``"every_step"`` after every tool result, mid-task. Never right after
-    the tool's own answer (no loops); :func:`act` never asks when the task is lost.
-    """
+    """Should the next reply be a ``compact_conversation`` call? (``compact_when``; notebook 11.)"""
     if policy == "never" or COMPACT_TOOL not in names:
         return False
     last = view.messages[-1]
