@@ -23,7 +23,7 @@ from langchain_core.messages import AIMessage, BaseMessage, ToolMessage, get_buf
 from labkit.summarize import (Event, SummarizeMiddleware, archive_path, next_fold, section_id, summary_message,
                               summary_prompt)
 from labkit._synthetic import synthetic_run
-from labkit.model import summarize as lab_summary
+from labkit.model import lab_summary
 from labkit.scenario import needle
 from labkit.tokens import PRICES, TokenCounter, cost, message_text
 from labkit.trace import KINDS, CallRecord, kind_of
