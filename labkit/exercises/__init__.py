@@ -10,6 +10,6 @@ In a notebook::
 The checkers themselves are tested against right and wrong answers (``tests/test_exercises_nbNN.py``, one file per notebook).
 """
 
-from labkit.exercises._base import Exercise
+from labkit.exercises.core import Exercise
 
 __all__ = ["Exercise"]

@@ -6,7 +6,7 @@ run, so they stay right if the data is regenerated or deepagents changes its rul
 
 from __future__ import annotations
 
-from labkit.exercises._base import Exercise
+from labkit.exercises.core import Exercise
 
 __all__ = ["q1", "q2"]
 

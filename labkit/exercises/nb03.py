@@ -6,7 +6,7 @@ import inspect
 from collections import Counter
 from functools import cache
 
-from labkit.exercises._base import Exercise
+from labkit.exercises.core import Exercise
 
 __all__ = ["q1", "q2"]
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from labkit.exercises._base import Exercise
+from labkit.exercises.core import Exercise
 
 __all__ = ["q1"]
 

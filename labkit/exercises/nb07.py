@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from labkit.exercises._base import Exercise
+from labkit.exercises.core import Exercise
 
 __all__ = ["WINDOW", "q1", "refused"]
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from functools import cache
 
-from labkit.exercises._base import Exercise
+from labkit.exercises.core import Exercise
 
 __all__ = ["KPI", "TICKER", "WINDOW", "q1"]
 

@@ -11,7 +11,7 @@ recorded preference reached thread 2, and no report file went into the store.
 
 from __future__ import annotations
 
-from labkit.exercises._base import Exercise
+from labkit.exercises.core import Exercise
 
 __all__ = ["MEMORY", "q1"]
 
