@@ -30,6 +30,13 @@ def recorded():
     return run, tuple(c for c in model.calls if c.kind == "agent")
 
 
+def _names() -> dict:
+    """The names notebook 09 has defined by its exercise."""
+    from labkit.summarize import events_of, view
+
+    return {"run": recorded()[0], "events_of": events_of, "view": view}
+
+
 def _key(messages) -> tuple:
     """Messages compared by what a model reads: kind, text, tool calls and the call they answer."""
     return tuple((m.type, m.content if isinstance(m.content, str) else repr(m.content),
@@ -94,4 +101,5 @@ q1 = Exercise(
         "event = [e for e in events_of(run.state) if e.created_at <= n][-1]\n"
         "answer = view(run.messages[:n], event)"
     ),
+    given=_names,
 )
