@@ -5,7 +5,7 @@ Unit tests hand-build histories; the end-to-end tests run the scenario under a f
 the grid (a third of a second each) and check what notebook 15 teaches: aggressive triggering
 makes compaction happen, an archive or an offload file brings the needle back, deepagents'
 constructor trim loses the goal, and labkit's recommended setting sends fewer tokens than
-deepagents' defaults and the naive run. (tests/test_anchors.py covers notebook 14's evals.)
+deepagents' defaults and the naive run. (tests/model/test_anchors.py covers notebook 14's evals.)
 """
 
 from __future__ import annotations

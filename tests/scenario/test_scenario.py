@@ -13,7 +13,7 @@ from langchain_core.messages import AIMessage, HumanMessage
 from labkit import LabModel, count_tokens, scenario
 from labkit.trace import KINDS, CallRecord, Recorder
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_data_is_what_the_seeded_script_makes():

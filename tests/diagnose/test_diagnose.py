@@ -18,7 +18,7 @@ from labkit.isolate import IsolateMiddleware, SubagentSpec
 from labkit.offload import OffloadMiddleware
 from labkit.tables import Table
 
-NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
+NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
 
 EXPECTED = {
     "hard_overflow": {"hard_overflow"},

@@ -351,7 +351,7 @@ def test_golden_snapshot(name, text):
     import os
     from pathlib import Path
 
-    path = Path(__file__).parent / "snapshots" / name
+    path = Path(__file__).parents[1] / "snapshots" / name
     if os.environ.get("LABKIT_UPDATE_SNAPSHOTS") == "1":
         path.write_text(text + "\n", encoding="utf-8")
     assert path.is_file(), f"missing snapshot {path}; write it with LABKIT_UPDATE_SNAPSHOTS=1"

@@ -35,7 +35,7 @@ from labkit.tokens import count_tokens, tool_schema_tokens
 DATA_TOOLS = scenario.tools()
 FILE_TOOLS = {t.name: t for t in FilesystemMiddleware().tools}
 FIGURE = scenario.needle().answer  # the exact value the needle question asks for
-SNAPSHOTS = Path(__file__).parent / "snapshots"
+SNAPSHOTS = Path(__file__).parents[1] / "snapshots"
 
 
 # -- building histories --------------------------------------------------------------------------
