@@ -160,9 +160,8 @@ def test_no_profile_is_seen_only_with_the_model(cases):
     assert rescued.numbers["summary"] > 0 and rescued.numbers["retry_tokens"] < refused.seen
 
 
-def test_a_rescued_overflow_with_a_profile_is_not_the_no_profile_trap():
-    model = LabModel(window=60_000)
-    run = scenario.run(model, harness="deep")
+def test_a_rescued_overflow_with_a_profile_is_not_the_no_profile_trap(deep_60k):
+    model, run = deep_60k
     assert _keys(diagnose.diagnose(run, model)) == {"overflow_rescued"}
     assert run.score.goal_completed
 

@@ -18,6 +18,7 @@ from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, Tool
 from labkit import LabModel, evals, prompts, scenario
 from labkit.model import ANCHOR_MIN_STEPS, PROGRESS_PATH, PROGRESS_PROMPT, TODO_TOOL
 from labkit.model import lab_summary as summarize
+from tests.conftest import ai_call, called, fetched
 
 DATA_TOOLS = scenario.tools()
 FILE_TOOLS = [t for t in FilesystemMiddleware().tools if t.name in ("read_file", "write_file")]
@@ -25,37 +26,24 @@ TODO = TodoListMiddleware().tools
 REPORT = next(t for t in scenario.tasks() if t.key == "report")
 
 
-def _call(name: str, args: dict, call_id: str) -> AIMessage:
-    return AIMessage("", tool_calls=[{"name": name, "args": args, "id": call_id, "type": "tool_call"}])
-
-
-def fetched(ticker: str, call_id: str) -> list:
-    return [_call("fetch_market_data", {"ticker": ticker}, call_id),
-            ToolMessage(scenario.export_text(ticker), tool_call_id=call_id, name="fetch_market_data")]
-
-
 def todos_written(todos: list[dict], call_id: str, args: dict | None = None) -> list:
     """A write_todos call and the answer TodoListMiddleware's tool gives it."""
-    return [_call(TODO_TOOL, {"todos": todos} if args is None else args, call_id),
+    return [ai_call(TODO_TOOL, {"todos": todos} if args is None else args, call_id),
             ToolMessage(f"Updated todo list to {todos}", tool_call_id=call_id, name=TODO_TOOL)]
 
 
 def progress_written(content: str, call_id: str) -> list:
-    return [_call("write_file", {"file_path": PROGRESS_PATH, "content": content}, call_id),
+    return [ai_call("write_file", {"file_path": PROGRESS_PATH, "content": content}, call_id),
             ToolMessage(f"Updated file {PROGRESS_PATH}", tool_call_id=call_id, name="write_file")]
 
 
 def progress_read(result: str, call_id: str) -> list:
-    return [_call("read_file", {"file_path": PROGRESS_PATH}, call_id),
+    return [ai_call("read_file", {"file_path": PROGRESS_PATH}, call_id),
             ToolMessage(result, tool_call_id=call_id, name="read_file")]
 
 
 def ask(messages: list, tools: list) -> AIMessage:
     return LabModel(window=400_000).bind_tools(tools).invoke(messages)
-
-
-def called(reply: AIMessage) -> list[tuple[str, dict]]:
-    return [(tc["name"], tc["args"]) for tc in reply.tool_calls]
 
 
 def first_todos(done: int = 0) -> list[dict]:
@@ -120,7 +108,7 @@ def test_cleared_arguments_are_read_back_from_the_tools_answer():
 
 def test_a_todo_list_the_tool_refused_is_not_trusted():
     history = [HumanMessage("Previous conversation was too long to summarize."), *fetched("CRVD", "c1"),
-               _call(TODO_TOOL, {"todos": first_todos(3)}, "t1"),
+               ai_call(TODO_TOOL, {"todos": first_todos(3)}, "t1"),
                ToolMessage("Error: The `write_todos` tool should never be called multiple times in parallel.",
                            tool_call_id="t1", status="error")]
     assert ask(history, DATA_TOOLS + FILE_TOOLS + TODO).text == prompts.GOAL_LOST

@@ -11,9 +11,7 @@ import functools
 import hashlib
 import json
 import operator
-import os
 import re
-from pathlib import Path
 
 import pytest
 from deepagents.middleware.filesystem import FilesystemMiddleware
@@ -31,38 +29,18 @@ from labkit import prompts, scenario
 from labkit.model import InvalidHistoryError, LabModel
 from labkit.model import lab_summary as summarize
 from labkit.tokens import count_tokens, tool_schema_tokens
+from tests.conftest import ai_call, assert_snapshot, called, fetched, news
 
 DATA_TOOLS = scenario.tools()
 FILE_TOOLS = {t.name: t for t in FilesystemMiddleware().tools}
 FIGURE = scenario.needle().answer  # the exact value the needle question asks for
-SNAPSHOTS = Path(__file__).parents[1] / "snapshots"
 
 
 # -- building histories --------------------------------------------------------------------------
 
 
-def _call(name: str, args: dict, call_id: str) -> AIMessage:
-    call = {"name": name, "args": args, "id": call_id, "type": "tool_call"}
-    return AIMessage("", tool_calls=[call])
-
-
-def fetched(ticker: str, call_id: str) -> list:
-    """An AI call to fetch_market_data and its result, as an agent loop stores them."""
-    result = ToolMessage(scenario.export_text(ticker), tool_call_id=call_id, name="fetch_market_data")
-    return [_call("fetch_market_data", {"ticker": ticker}, call_id), result]
-
-
-def news(ticker: str, call_id: str) -> list:
-    return [_call("search_news", {"ticker": ticker}, call_id),
-            ToolMessage(scenario.news_text(ticker), tool_call_id=call_id, name="search_news")]
-
-
 def ask(messages: list, tools=DATA_TOOLS, model: LabModel | None = None, **bind) -> AIMessage:
     return (model or LabModel(window=200_000)).bind_tools(list(tools), **bind).invoke(messages)
-
-
-def called(reply: AIMessage) -> list[tuple[str, dict]]:
-    return [(tc["name"], tc["args"]) for tc in reply.tool_calls]
 
 
 def drive(model: LabModel, messages: list, tools: list, limit: int = 10) -> AIMessage:
@@ -292,7 +270,7 @@ def test_a_visible_fact_is_answered_exactly():
 
 
 @pytest.mark.parametrize("visible, path", [
-    ([HumanMessage(scenario.REQUEST), _call("fetch_market_data", {"ticker": "BRLM"}, "call_1"),
+    ([HumanMessage(scenario.REQUEST), ai_call("fetch_market_data", {"ticker": "BRLM"}, "call_1"),
       offload_stub("BRLM", "call_1")], "/large_tool_results/call_1"),
     ([archive_summary(summarize(get_buffer_string(HISTORY)))], ARCHIVE),
 ], ids=["offload-stub", "archive"])
@@ -306,7 +284,7 @@ def test_a_fact_gone_from_context_is_grepped_from_the_path_it_can_see(visible, p
 
 def test_with_only_read_file_it_pages_through_the_file():
     history = [HumanMessage(scenario.REQUEST),
-               _call("fetch_market_data", {"ticker": "BRLM"}, "call_1"),
+               ai_call("fetch_market_data", {"ticker": "BRLM"}, "call_1"),
                offload_stub("BRLM", "call_1"), QUESTION]
     tools = [*DATA_TOOLS, FILE_TOOLS["read_file"]]
     first = ask(history, tools=tools)
@@ -325,23 +303,16 @@ def test_with_no_fact_and_no_path_it_declines_to_give_a_number():
 
 
 def test_a_path_already_searched_in_vain_is_not_searched_again():
-    history = [HumanMessage(scenario.REQUEST), _call("fetch_market_data", {"ticker": "BRLM"}, "c1"),
+    history = [HumanMessage(scenario.REQUEST), ai_call("fetch_market_data", {"ticker": "BRLM"}, "c1"),
                offload_stub("BRLM", "c1"), QUESTION,
-               _call("grep", {"pattern": "x", "path": "/large_tool_results/c1"}, "c2"),
+               ai_call("grep", {"pattern": "x", "path": "/large_tool_results/c1"}, "c2"),
                ToolMessage("No matches found", tool_call_id="c2", name="grep")]
     reply = ask(history, tools=[*DATA_TOOLS, FILE_TOOLS["grep"]])
     assert not reply.tool_calls and FIGURE not in reply.content
 
 
-@pytest.fixture(scope="module")
-def deep_run():
-    """The deep agent on a 60k window: deepagents compacts, and the needle is in the archive."""
-    model = LabModel(window=60_000)
-    return model, scenario.run(model, harness="deep")
-
-
-def test_end_to_end_the_needle_is_recovered_only_through_a_file(deep_run):
-    model, run = deep_run
+def test_end_to_end_the_needle_is_recovered_only_through_a_file(deep_60k):
+    model, run = deep_60k
     assert run.error is None and run.score.needle_correct
     agent = [c for c in model.calls if c.kind == "agent"]
     asked = next(i for i, c in enumerate(agent)
@@ -459,7 +430,7 @@ def test_an_orphan_tool_message_is_refused_naming_its_position():
 
 
 def test_a_tool_call_without_its_result_before_a_human_message_is_refused():
-    history = [HumanMessage(scenario.REQUEST), _call("fetch_market_data", {"ticker": "BRLM"}, "c1"),
+    history = [HumanMessage(scenario.REQUEST), ai_call("fetch_market_data", {"ticker": "BRLM"}, "c1"),
                HumanMessage("and?")]
     where = r"position 1 .*\['c1'\].*human message at position 2"
     with pytest.raises(InvalidHistoryError, match=where):
@@ -578,11 +549,7 @@ SNAPSHOT_TEXTS = {
 def test_golden_snapshot(name):
     """A change to text learners read must be a visible diff: rewrite the snapshot on purpose
     with ``LABKIT_UPDATE_SNAPSHOTS=1`` and commit it with the change."""
-    text, path = SNAPSHOT_TEXTS[name](), SNAPSHOTS / name
-    if os.environ.get("LABKIT_UPDATE_SNAPSHOTS") == "1":
-        path.write_text(text + "\n", encoding="utf-8")
-    assert path.is_file(), f"missing snapshot {path}; write it with LABKIT_UPDATE_SNAPSHOTS=1"
-    assert text + "\n" == path.read_text(encoding="utf-8"), f"{name} changed"
+    assert_snapshot(name, SNAPSHOT_TEXTS[name]())
 
 
 def test_a_new_lab_model_on_an_existing_thread_loses_no_message():

@@ -14,6 +14,7 @@ from pydantic import ValidationError
 
 from labkit import LabModel, prompts, scenario
 from labkit.model import COMPACT_TOOL
+from tests.conftest import ai_call, called, news
 
 DATA_TOOLS = scenario.tools()
 
@@ -33,21 +34,12 @@ def write_file(file_path: str, content: str) -> str:
 WITH_COMPACT = [*DATA_TOOLS, write_file, compact_conversation]
 
 
-def _call(name: str, args: dict, call_id: str) -> AIMessage:
-    return AIMessage("", tool_calls=[{"name": name, "args": args, "id": call_id, "type": "tool_call"}])
-
-
 def _result(name: str, text: str, call_id: str) -> ToolMessage:
     return ToolMessage(text, tool_call_id=call_id, name=name)
 
 
-def news(ticker: str, call_id: str) -> list:
-    return [_call("search_news", {"ticker": ticker}, call_id),
-            _result("search_news", scenario.news_text(ticker), call_id)]
-
-
 def compacted(call_id: str, text: str = "Compacted: 3 older messages were folded.") -> list:
-    return [_call(COMPACT_TOOL, {}, call_id), _result(COMPACT_TOOL, text, call_id)]
+    return [ai_call(COMPACT_TOOL, {}, call_id), _result(COMPACT_TOOL, text, call_id)]
 
 
 FINISHED = [HumanMessage(scenario.REQUEST), *news("BRLM", "c1"),
@@ -58,10 +50,6 @@ MID_TASK = [HumanMessage(scenario.REQUEST), *news("BRLM", "c1")]
 
 def ask(messages: list, policy: str, tools=WITH_COMPACT, **bind) -> AIMessage:
     return LabModel(window=200_000, compact_when=policy).bind_tools(list(tools), **bind).invoke(messages)
-
-
-def called(reply: AIMessage) -> list[tuple[str, dict]]:
-    return [(tc["name"], tc["args"]) for tc in reply.tool_calls]
 
 
 COMPACT = [(COMPACT_TOOL, {})]
@@ -107,7 +95,7 @@ def test_every_step_never_compacts_right_after_its_own_answer():
 
 def test_every_step_knows_its_own_answer_by_the_call_even_without_a_tool_name():
     unnamed = ToolMessage("Compacted.", tool_call_id="c2")  # name is optional on a ToolMessage
-    assert called(ask([*MID_TASK, _call(COMPACT_TOOL, {}, "c2"), unnamed], "every_step")) == FETCH_BRLM
+    assert called(ask([*MID_TASK, ai_call(COMPACT_TOOL, {}, "c2"), unnamed], "every_step")) == FETCH_BRLM
 
 
 def test_every_step_does_not_compact_at_a_new_request():

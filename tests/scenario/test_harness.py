@@ -18,9 +18,8 @@ def test_deep_agent_runs_the_scenario_to_completion():
     assert not any(c.kind == "summary" for c in model.calls), "nothing to compact in a 1M window"
 
 
-def test_deepagents_own_summarization_fires_on_a_small_window_and_the_run_survives():
-    model = LabModel(window=60_000)
-    run = scenario.run(model, harness="deep")
+def test_deepagents_own_summarization_fires_on_a_small_window_and_the_run_survives(deep_60k):
+    model, run = deep_60k
     s = run.score
     assert run.error is None and s.goal_completed and s.needle_correct and s.goal_lost == 0
     # deepagents summarized: the lab model got summary prompts, and the event is in state

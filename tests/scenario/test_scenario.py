@@ -64,16 +64,16 @@ def test_tools_accept_names_and_tickers_and_chinese_news():
         scenario.tools(news_language="fr")
 
 
-def test_naive_run_completes_on_a_big_window():
-    run = scenario.run(LabModel(window=1_000_000))
+def test_naive_run_completes_on_a_big_window(recorded):
+    run = recorded
     s = run.score
     assert (s.goal_completed, s.steps_repeated, s.needle_correct, s.goal_lost) == (True, 0, True, 0)
     assert run.turns_completed == 3 and run.error is None
     assert all(c["name"] in run.files[scenario.REPORT_PATH] for c in scenario.companies())
 
 
-def test_naive_run_overflows_a_128k_window():
-    run = scenario.run(LabModel(window=128_000))
+def test_naive_run_overflows_a_128k_window(overflow_128k):
+    run = overflow_128k
     assert isinstance(run.error, ContextOverflowError)
     s = run.score
     assert not s.goal_completed and not s.needle_correct and "ContextOverflowError" in s.error
@@ -143,8 +143,8 @@ def test_tool_calls_in_order_and_by_tool():
     assert run.tool_calls("task") == []
 
 
-def test_tool_calls_of_a_real_run_are_the_ones_the_score_counts():
-    run = scenario.run(LabModel(window=1_000_000))
+def test_tool_calls_of_a_real_run_are_the_ones_the_score_counts(recorded):
+    run = recorded
     fetched = [tc["args"]["ticker"] for tc in run.tool_calls("fetch_market_data")]
     assert fetched == [c["ticker"] for c in scenario.companies()], "one export per competitor, in order"
     assert run.tool_calls()[0]["name"] == "fetch_market_data" and run.score.steps_repeated == 0

@@ -11,7 +11,6 @@ persistent backend shared by two conversations. The random multi-agent invariant
 from __future__ import annotations
 
 import asyncio
-import datetime as dt
 import html
 import re
 
@@ -24,53 +23,13 @@ from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage, get_buffer_string
 from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
-from pydantic import Field
 
 from labkit import LabModel, prompts
 from labkit.isolate import IsolateMiddleware, SubagentSpec
 from labkit.offload import OffloadMiddleware
 from labkit.summarize import EVENTS_KEY, SummarizeMiddleware, archive_path, archive_section, events_of
-
-FIXED = dt.datetime(2025, 1, 2, 3, 4, 5, tzinfo=dt.timezone.utc)
-
-
-class MemoryBackend:
-    """The two backend methods the archive uses, over a dict."""
-
-    def __init__(self) -> None:
-        self.files: dict[str, str] = {}
-
-    def download_files(self, paths):
-        from deepagents.backends.protocol import FileDownloadResponse
-
-        return [FileDownloadResponse(path=p, content=self.files[p].encode(), error=None) if p in self.files
-                else FileDownloadResponse(path=p, content=None, error="file_not_found") for p in paths]
-
-    def write(self, path, content):
-        from deepagents.backends.protocol import WriteResult
-
-        self.files[path] = content
-        return WriteResult(path=path)
+from tests.conftest import FIXED, MemoryBackend, Scripted
 SECTION = re.compile(r'^<section id="([0-9a-f]{12})-(\d+)">$', re.M)
-
-
-class Scripted(GenericFakeChatModel):
-    """Plays a fixed list of replies (shared by parent and children, in call order), ignores
-    tools, and raises ``ContextOverflowError`` on the calls listed in ``overflow_on`` (1-based)."""
-
-    seen: list = Field(default_factory=list)
-    overflow_on: tuple = ()
-
-    def bind_tools(self, tools, **kwargs):
-        return self
-
-    def _generate(self, messages, stop=None, run_manager=None, **kwargs):
-        from langchain_core.exceptions import ContextOverflowError
-
-        self.seen.append(list(messages))
-        if len(self.seen) in self.overflow_on:
-            raise ContextOverflowError("prompt is too long: maximum context length exceeded")
-        return super()._generate(messages, stop, run_manager, **kwargs)
 
 
 def call(name: str, call_id: str, **args) -> dict:

@@ -10,7 +10,6 @@ asserted and explained where they occur). The random-history invariants are in
 from __future__ import annotations
 
 import asyncio
-import datetime as dt
 from xml.sax.saxutils import escape
 
 import pytest
@@ -25,7 +24,6 @@ from langchain_core.exceptions import ContextOverflowError
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage, get_buffer_string
 from langgraph.checkpoint.memory import InMemorySaver
-from pydantic import Field
 
 from labkit import LabModel, prompts, scenario
 from labkit.summarize import (
@@ -44,8 +42,8 @@ from labkit.summarize import (
     view,
 )
 from labkit.tokens import message_text
+from tests.conftest import FIXED, Scripted, assert_snapshot
 
-FIXED = dt.datetime(2025, 1, 2, 3, 4, 5, tzinfo=dt.timezone.utc)
 FIGURE = scenario.needle().answer  # "117.4%": the exact value a summary drops
 SECTIONS = [f"## {s}" for s in prompts.SUMMARY_SECTIONS]
 
@@ -76,26 +74,9 @@ def keys(messages) -> list[tuple[str, str]]:
     return [key(m) for m in messages if m.type != "system"]
 
 
-class Scripted(GenericFakeChatModel):
-    """A fake chat model that plays a fixed list of replies, ignores tools, logs what it saw and
-    raises ``ContextOverflowError`` on its first ``overflows`` calls."""
-
-    seen: list = Field(default_factory=list)
-    overflows: int = 0
-
-    def bind_tools(self, tools, **kwargs):
-        return self
-
-    def _generate(self, messages, stop=None, run_manager=None, **kwargs):
-        self.seen.append(list(messages))
-        if self.overflows > 0:
-            self.overflows -= 1
-            raise ContextOverflowError("prompt is too long: maximum context length exceeded")
-        return super()._generate(messages, stop, run_manager, **kwargs)
-
-
 def scripted(*replies, overflows: int = 0) -> Scripted:
-    return Scripted(messages=iter(replies), overflows=overflows)
+    """A Scripted model whose first ``overflows`` calls raise ContextOverflowError."""
+    return Scripted(messages=iter(replies), overflow_on=tuple(range(1, overflows + 1)))
 
 
 def agent_for(model, mw, **kwargs):
@@ -348,14 +329,7 @@ SNAPSHOT_EVENT = Event(cut=12, summary="## SESSION INTENT\n- the weekly report\n
 ])
 def test_golden_snapshot(name, text):
     """Rewrite on purpose with ``LABKIT_UPDATE_SNAPSHOTS=1`` and commit with the change."""
-    import os
-    from pathlib import Path
-
-    path = Path(__file__).parents[1] / "snapshots" / name
-    if os.environ.get("LABKIT_UPDATE_SNAPSHOTS") == "1":
-        path.write_text(text + "\n", encoding="utf-8")
-    assert path.is_file(), f"missing snapshot {path}; write it with LABKIT_UPDATE_SNAPSHOTS=1"
-    assert text + "\n" == path.read_text(encoding="utf-8"), f"{name} changed"
+    assert_snapshot(name, text)
 
 
 def test_summary_message_is_tagged_and_names_its_archive():
@@ -387,11 +361,6 @@ def run60():
     return model, scenario.run(model, middleware=[SummarizeMiddleware(model, clock=lambda: FIXED)])
 
 
-@pytest.fixture(scope="module")
-def naive():
-    return scenario.run(LabModel(window=1_000_000))
-
-
 def test_the_60k_run_survives_with_several_events(run60):
     model, run = run60
     events = events_of(run.state)
@@ -403,14 +372,14 @@ def test_the_60k_run_survives_with_several_events(run60):
     assert [e.summary for e in events] == [c.response.content for c in model.calls if c.kind == "summary"]
 
 
-def test_state_keeps_every_message_of_the_naive_run(run60, naive):
+def test_state_keeps_every_message_of_the_naive_run(run60, recorded):
     """Both runs make the same calls until the needle question (the drafts written by write_file
     differ: they are built from what is visible). Then the compacted run greps its archive —
     two extra messages — and gives the same answer. Nothing was deleted from state."""
     _, run = run60
-    assert naive.error is None and len(run.messages) == len(naive.messages) + 2
-    asked = next(i for i, m in enumerate(naive.messages) if m.content == scenario.NEEDLE_QUESTION)
-    for ours, theirs in zip(run.messages[:asked + 1], naive.messages):
+    assert recorded.error is None and len(run.messages) == len(recorded.messages) + 2
+    asked = next(i for i, m in enumerate(recorded.messages) if m.content == scenario.NEEDLE_QUESTION)
+    for ours, theirs in zip(run.messages[:asked + 1], recorded.messages):
         assert ours.type == theirs.type
         if ours.type == "ai":
             assert [(c["name"], {k: v for k, v in c["args"].items() if k != "content"}) for c in ours.tool_calls] \
@@ -419,7 +388,7 @@ def test_state_keeps_every_message_of_the_naive_run(run60, naive):
             assert ours.content == theirs.content
     grep, found, answer = run.messages[asked + 1:]
     assert grep.tool_calls[0]["name"] == "grep" and grep.tool_calls[0]["args"]["path"] == archive_path("lab")
-    assert FIGURE in found.content and answer.content == naive.messages[-1].content
+    assert FIGURE in found.content and answer.content == recorded.messages[-1].content
     assert len({m.id for m in run.messages}) == len(run.messages)
 
 

@@ -24,7 +24,6 @@ import re
 from types import SimpleNamespace
 
 import pytest
-from deepagents.backends.protocol import FileDownloadResponse, WriteResult
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 from langchain.agents.middleware import ModelRequest
@@ -35,6 +34,7 @@ from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
 from labkit.summarize import EVENTS_KEY, SummarizeMiddleware, cut_point, events_of, safe_cut, view
 from labkit.tokens import TokenCounter
+from tests.conftest import MemoryBackend
 
 SETTINGS = settings(derandomize=True, deadline=None, max_examples=60,
                     suppress_health_check=[HealthCheck.too_slow])
@@ -146,20 +146,6 @@ def test_keep_messages_and_the_pair_rule_equal_langchains(history, keep):
 
 
 # -- a simulated run through the middleware ---------------------------------------------------------
-
-
-class MemoryBackend:
-    def __init__(self) -> None:
-        self.files: dict[str, str] = {}
-
-    def download_files(self, paths):
-        return [FileDownloadResponse(path=p, content=self.files[p].encode(), error=None)
-                if p in self.files else FileDownloadResponse(path=p, content=None, error="file_not_found")
-                for p in paths]
-
-    def write(self, path, content):
-        self.files[path] = content
-        return WriteResult(path=path)
 
 
 @st.composite
