@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 from deepagents.middleware.filesystem import NUM_CHARS_PER_TOKEN
 
@@ -19,14 +20,14 @@ def _exports():
     return {c["ticker"]: scenario.export_text(c["ticker"]) for c in scenario.companies()}
 
 
-def test_q1_accepts_the_gap():
+@pytest.mark.parametrize("kind", [int, float, np.int64])
+def test_q1_accepts_the_gap(kind):
     real, guess = _fern_zh()
-    assert nb02.q1.check(real - guess) == "Correct!"
+    assert nb02.q1.check(kind(real - guess)) == "Correct!"
 
 
 @pytest.mark.parametrize("wrong, says", [
-    (None, "whole number"),
-    (282.0, "whole number"),
+    (282.5, "whole number"),
     (True, "whole number"),
     ("282", "whole number"),
     ("neg", "wrong sign"),
@@ -53,7 +54,7 @@ def test_q2_solution_and_the_whole_range_are_accepted():
     hi = (min(len(exports[t]) for t in big) - 1) // NUM_CHARS_PER_TOKEN
     lo = -(-max(len(exports[t]) for t in small) // NUM_CHARS_PER_TOKEN)
     assert lo <= hi
-    for answer in (lo, (lo + hi) // 2, hi):
+    for answer in (lo, (lo + hi) // 2, hi, 12_000.0, np.int32(12_000)):
         assert nb02.q2.check(answer) == "Correct!"
     with pytest.raises(AssertionError, match="lower the limit"):
         nb02.q2.check(hi + 1)
@@ -66,17 +67,8 @@ def test_q2_solution_and_the_whole_range_are_accepted():
     (1_000, r"also evicts CRVD .*EMBR .* raise the limit"),
     (0, "switches eviction off"),
     (-5, "switches eviction off"),
-    (None, "whole number"),
-    (12_000.0, "whole number"),
+    (12_000.5, "whole number"),
 ])
 def test_q2_rejects_wrong_answers_with_a_reason(wrong, says):
     with pytest.raises(AssertionError, match=says):
         nb02.q2.check(wrong)
-
-
-def test_hints_unlock_one_at_a_time_and_solutions_exist():
-    for q in (nb02.q1, nb02.q2):
-        q._hints_shown = 0
-        first, second = q.hint(), q.hint()
-        assert first.startswith("Hint 1/") and second.startswith("Hint 2/") and first != second
-        assert "answer =" in q.solution()

@@ -1,5 +1,6 @@
 """The checker of notebook 05's exercise accepts right answers and rejects wrong ones."""
 
+import numpy as np
 import pytest
 
 from labkit import LabModel, scenario
@@ -29,7 +30,7 @@ def test_the_answer_agrees_with_the_middleware_on_a_real_run():
         assert [a == b for a, b in zip(stored, seen)] == [False] * (5 - full) + [True] * full
 
 
-@pytest.mark.parametrize("right", [6, ("messages", 6)])
+@pytest.mark.parametrize("right", [6, ("messages", 6), 6.0, ("messages", 6.0), np.int64(6)])
 def test_q1_right_answers_pass(right):
     assert nb05.q1.check(right) == "Correct!"
 
@@ -39,25 +40,16 @@ def test_q1_right_answers_pass(right):
     (4, "EMBR.md shortened"),
     (2, "EMBR.md shortened"),
     (1, "FERN.md shortened"),
-    (7, "a smaller window does too"),
-    (20, "a smaller window does too"),
+    (7, r"so does args_keep=\('messages', 6\): find the smallest"),
+    (20, "find the smallest"),
     (22, "only 21 messages"),
     (0, "at least 1"),
-    (6.0, "whole number"),
+    (6.5, "whole number"),
     (True, "whole number"),
     ("6", "whole number"),
-    (None, "whole number"),
     (("tokens", 6), "the knob itself"),
     (("messages", "6"), "whole number"),
 ])
 def test_q1_wrong_answers_fail_with_a_reason(wrong, reason):
     with pytest.raises(AssertionError, match=f"Not yet: .*{reason}"):
         nb05.q1.check(wrong)
-
-
-def test_hints_unlock_one_at_a_time_and_the_solution_names_the_answer():
-    ex = nb05.q1
-    ex._hints_shown = 0
-    assert [ex.hint()[:8] for _ in range(4)] == ["Hint 1/3", "Hint 2/3", "Hint 3/3", "Hint 3/3"]
-    assert "answer = 6" in ex.solution()
-    ex._hints_shown = 0

@@ -32,7 +32,6 @@ def test_q1_right_answers_pass(right):
 
 
 @pytest.mark.parametrize("wrong, reason", [
-    (None, "a set of tool names"),
     ("ls", "a set of tool names"),
     ({"ls", 3}, "a set of tool names"),
     (set(), r"\['ls', 'edit_file', 'delete', 'glob', 'task'\] are still sent"),
@@ -53,11 +52,3 @@ def test_an_excluded_tool_is_hidden_from_every_call_and_the_tax_drops():
     _, lean = nb06._run(frozenset(UNUSED))
     assert all(not UNUSED & set(c.tools) for c in lean.calls)
     assert nb06._tax(lean) < 0.55 * nb06._tax(base)
-
-
-def test_hints_unlock_one_at_a_time():
-    ex = nb06.q1
-    ex._hints_shown = 0
-    assert ex.hint().startswith("Hint 1/3") and ex.hint().startswith("Hint 2/3")
-    assert ex.hint().startswith("Hint 3/3") and ex.hint().startswith("Hint 3/3")
-    assert "'task'" in ex.solution()

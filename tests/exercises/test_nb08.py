@@ -5,6 +5,7 @@ tool call, A an AI answer, T a tool result) is pinned here so the expected cuts 
 for keep=("messages", k) the naive cut is 32 - k, moved back by one when it lands on a T.
 """
 
+import numpy as np
 import pytest
 
 from labkit.exercises import nb08
@@ -30,14 +31,15 @@ def test_expected_cuts_follow_the_pair_rule():
         assert nb08._right(k) == cut
 
 
-def test_right_answer_passes():
-    assert nb08.q1.check(dict(RIGHT)) == "Correct!"
+@pytest.mark.parametrize("kind", [int, float, np.int64])
+def test_right_answer_passes(kind):
+    """Cuts computed with numpy or a float division are whole numbers too."""
+    assert nb08.q1.check({k: kind(v) for k, v in RIGHT.items()}) == "Correct!"
 
 
 @pytest.mark.parametrize("wrong, reason", [
-    (None, "a dict"),
     ([23, 21, 19, 17, 11, 7], "a dict"),
-    ({**RIGHT, 9: 23.0}, "whole numbers"),
+    ({**RIGHT, 9: 23.5}, "whole numbers"),
     ({**RIGHT, 9: True}, "whole numbers"),
     ({k: v for k, v in RIGHT.items() if k != 25}, r"missing \[25\]"),
     ({**RIGHT, 6: 25}, r"not asked: \[6\]"),
@@ -50,11 +52,3 @@ def test_right_answer_passes():
 def test_wrong_answers_fail_with_a_reason(wrong, reason):
     with pytest.raises(AssertionError, match=f"Not yet: .*{reason}"):
         nb08.q1.check(wrong)
-
-
-def test_hints_unlock_one_at_a_time():
-    ex = nb08.q1
-    ex._hints_shown = 0
-    assert ex.hint().startswith("Hint 1/3") and ex.hint().startswith("Hint 2/3")
-    assert ex.hint().startswith("Hint 3/3") and ex.hint().startswith("Hint 3/3")
-    assert "my_safe_cut" in ex.solution()

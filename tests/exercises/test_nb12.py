@@ -4,6 +4,7 @@ The right answer is derived here from the uncapped run (the fewest leading BPE t
 Brightloom's reply that hold the needle's figure), not typed in, so it follows the scenario.
 """
 
+import numpy as np
 import pytest
 
 from labkit import scenario
@@ -24,12 +25,12 @@ def test_the_right_cap_answers_and_one_token_less_does_not():
     assert nb12._answers(cap) and not nb12._answers(cap - 1)
 
 
-def test_q1_right_answer_passes():
-    assert nb12.q1.check(_right()) == "Correct!"
+@pytest.mark.parametrize("kind", [int, float, np.int64])
+def test_q1_right_answer_passes(kind):
+    assert nb12.q1.check(kind(_right())) == "Correct!"
 
 
 @pytest.mark.parametrize("wrong, reason", [
-    (None, "whole number"),
     ("71", "whole number"),
     (True, "whole number"),
     (70.5, "whole number"),
@@ -49,12 +50,5 @@ def test_one_token_less_or_more_than_the_right_answer_is_refused():
         nb12.q1.check(_right() + 1)
 
 
-def test_hints_unlock_one_at_a_time_and_the_solution_computes_the_answer():
-    ex = nb12.q1
-    ex._hints_shown = 0
-    assert ex.hint().startswith("Hint 1/2") and ex.hint().startswith("Hint 2/2")
-    assert ex.hint().startswith("Hint 2/2")
-    run, children = nb12._fanout(10_000)
-    scope = {"iso": type("Iso", (), {"children": children}), "scenario": scenario}
-    exec(ex.solution(), scope)
-    assert scope["answer"] == _right()
+def test_the_solution_computes_the_same_answer():
+    assert nb12.q1.solve() == _right()
