@@ -5,7 +5,7 @@ Unit tests hand-build histories; the end-to-end tests run the scenario under a f
 the grid (a third of a second each) and check what notebook 15 teaches: aggressive triggering
 makes compaction happen, an archive or an offload file brings the needle back, deepagents'
 constructor trim loses the goal, and labkit's recommended setting sends fewer tokens than
-deepagents' defaults and the naive run. (tests/test_anchors.py covers notebook 14's evals.)
+deepagents' defaults and the naive run. (tests/model/test_anchors.py covers notebook 14's evals.)
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from labkit.evals import Setting
 from labkit.offload import OffloadMiddleware
 from labkit.summarize import SummarizeMiddleware, events_of
 from labkit.trace import KINDS, CallRecord
+from tests.conftest import ai_call
 
 NEEDLE = scenario.needle()
 KPI_LINE = f"kpi,{NEEDLE.ticker},{NEEDLE.kpi},{NEEDLE.answer}"
@@ -112,10 +113,6 @@ def test_compactions_are_the_calls_that_first_see_a_new_cut():
     assert evals.compactions(run) == [(1, 6), (4, 10)]
 
 
-def _call(name, args, call_id):
-    return AIMessage("", tool_calls=[{"name": name, "args": args, "id": call_id, "type": "tool_call"}])
-
-
 def _needle_run(*between, answer=f"It was {NEEDLE.answer}."):
     messages = [HumanMessage(scenario.NEEDLE_QUESTION), *between, AIMessage(answer)]
     return scenario.Run(messages=messages, files={})
@@ -128,15 +125,15 @@ def _needle_run(*between, answer=f"It was {NEEDLE.answer}."):
     ("/research/BRLM.md", "other file"),
 ])
 def test_the_needle_source_is_the_file_whose_result_held_the_line(path, source):
-    run = _needle_run(_call("grep", {"pattern": NEEDLE.kpi, "path": path}, "g1"),
+    run = _needle_run(ai_call("grep", {"pattern": NEEDLE.kpi, "path": path}, "g1"),
                       ToolMessage(f"{path}:\n  12: {KPI_LINE}", tool_call_id="g1"))
     assert evals.needle_source(run) == source
 
 
 def test_a_read_that_missed_does_not_count_and_the_one_that_hit_does():
-    run = _needle_run(_call("grep", {"pattern": NEEDLE.kpi, "path": "/conversation_history/lab.md"}, "g1"),
+    run = _needle_run(ai_call("grep", {"pattern": NEEDLE.kpi, "path": "/conversation_history/lab.md"}, "g1"),
                       ToolMessage("No matches found", tool_call_id="g1"),
-                      _call("read_file", {"file_path": "/large_tool_results/c3"}, "r1"),
+                      ai_call("read_file", {"file_path": "/large_tool_results/c3"}, "r1"),
                       ToolMessage(f"     40  {KPI_LINE}", tool_call_id="r1"))
     assert evals.needle_source(run) == "offload file"
 

@@ -19,11 +19,9 @@ import time
 import pytest
 from deepagents.backends.utils import create_file_data, file_data_to_string
 from langchain.agents import create_agent
-from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
-from pydantic import Field
 
 from labkit import LabModel, offload, plots, scenario
 from labkit._isolate_files import Claim, fresh_path, settle
@@ -43,22 +41,10 @@ from labkit.isolate import (
 )
 from labkit.offload import OffloadMiddleware
 from labkit.tokens import count_tokens
+from tests.conftest import Scripted
 
 TICKERS = [c["ticker"] for c in scenario.companies()]
 FIGURE = scenario.needle().answer
-
-
-class Scripted(GenericFakeChatModel):
-    """A parent that plays fixed replies (any tool calls, well-formed or not) and logs its input."""
-
-    seen: list = Field(default_factory=list)
-
-    def bind_tools(self, tools, **kwargs):
-        return self
-
-    def _generate(self, messages, stop=None, run_manager=None, **kwargs):
-        self.seen.append(list(messages))
-        return super()._generate(messages, stop=stop, run_manager=run_manager, **kwargs)
 
 
 def _task(args: dict, call_id: str = "t1") -> AIMessage:

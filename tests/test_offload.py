@@ -19,7 +19,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from langchain.agents import create_agent
 from langchain_core.exceptions import ContextOverflowError
-from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langgraph.types import Command
 
@@ -36,15 +35,11 @@ from labkit.offload import (
     unwrap,
     wrap_long_lines,
 )
+from tests.conftest import Scripted
 
 CHINESE = "".join(scenario.news_text(c["ticker"], "zh") for c in scenario.companies()) * 12
 ENGLISH = scenario.export_text("BRLM")
 ONE_LINE = "|".join(f"{i:06d}" for i in range(45_000))  # 315,000 characters, no newline
-
-
-class _Scripted(GenericFakeChatModel):
-    def bind_tools(self, tools, **kw):
-        return self
 
 
 def _page_back(files: dict, path: str, page: int = 12) -> str:
@@ -54,7 +49,7 @@ def _page_back(files: dict, path: str, page: int = 12) -> str:
     calls = [AIMessage("", tool_calls=[{"name": "read_file", "id": f"r{o}",
                                         "args": {"file_path": path, "offset": o, "limit": page}}])
              for o in range(0, lines, page)]
-    agent = create_agent(_Scripted(messages=iter([*calls, AIMessage("done")])), tools=[],
+    agent = create_agent(Scripted(messages=iter([*calls, AIMessage("done")])), tools=[],
                          middleware=[FilesystemMiddleware()])
     out = agent.invoke({"messages": [HumanMessage("read it back")], "files": files})
     bodies = [m.content.split("\n", 1)[1] if "\n" in m.content else "" for m in out["messages"]
@@ -66,7 +61,7 @@ def _page_back(files: dict, path: str, page: int = 12) -> str:
 def _grep(files: dict, path: str, pattern: str) -> str:
     call = AIMessage("", tool_calls=[{"name": "grep", "id": "g1", "args": {
         "pattern": pattern, "path": path, "output_mode": "content"}}])
-    agent = create_agent(_Scripted(messages=iter([call, AIMessage("done")])), tools=[],
+    agent = create_agent(Scripted(messages=iter([call, AIMessage("done")])), tools=[],
                          middleware=[FilesystemMiddleware()])
     out = agent.invoke({"messages": [HumanMessage("find it")], "files": files})
     return next(m.content for m in out["messages"] if isinstance(m, ToolMessage))
@@ -277,8 +272,8 @@ def test_preview_keeps_original_line_numbers_and_clips_long_lines():
 # -- on the running example, in a real agent ------------------------------------------------------
 
 
-def test_offloading_alone_keeps_the_naive_run_inside_128k_and_the_needle_is_read_back():
-    naive = scenario.run(LabModel(window=128_000))
+def test_offloading_alone_keeps_the_naive_run_inside_128k_and_the_needle_is_read_back(overflow_128k):
+    naive = overflow_128k
     assert isinstance(naive.error, ContextOverflowError)
     off = OffloadMiddleware()
     run = scenario.run(LabModel(window=128_000), middleware=[off])

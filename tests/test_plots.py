@@ -5,21 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from labkit import LabModel, scenario
 from labkit import plots
 from labkit.trace import KINDS, CallRecord
-
-
-@pytest.fixture(scope="module")
-def ok_run():
-    return scenario.run(LabModel(window=1_000_000))
-
-
-@pytest.fixture(scope="module")
-def failed_run():
-    run = scenario.run(LabModel(window=128_000))
-    assert run.error is not None and run.records[-1].error
-    return run
 
 
 def _record(index: int, seen: int, error: str | None = None, **by) -> CallRecord:
@@ -38,34 +25,34 @@ def _trace(fig, name):
 # -- tokens_per_turn --------------------------------------------------------------------------
 
 
-def test_tokens_per_turn_plots_seen_and_stored_per_call(ok_run):
-    fig = plots.tokens_per_turn(ok_run, window=128_000)
+def test_tokens_per_turn_plots_seen_and_stored_per_call(recorded):
+    fig = plots.tokens_per_turn(recorded, window=128_000)
     seen, stored = _trace(fig, "seen by the model"), _trace(fig, "stored (state)")
-    assert list(seen.x) == list(range(len(ok_run.records)))
-    assert list(seen.y) == [r.seen for r in ok_run.records]
-    assert list(stored.y) == [r.stored for r in ok_run.records]
+    assert list(seen.x) == list(range(len(recorded.records)))
+    assert list(seen.y) == [r.seen for r in recorded.records]
+    assert list(stored.y) == [r.stored for r in recorded.records]
     assert list(stored.x) == list(seen.x)
 
 
-def test_tokens_per_turn_draws_the_window_line(ok_run):
-    fig = plots.tokens_per_turn(ok_run, window=128_000)
+def test_tokens_per_turn_draws_the_window_line(recorded):
+    fig = plots.tokens_per_turn(recorded, window=128_000)
     [line] = fig.layout.shapes
     assert line.type == "line" and line.y0 == line.y1 == 128_000
     assert any("128,000" in a.text for a in fig.layout.annotations)
-    assert plots.tokens_per_turn(ok_run).layout.shapes == ()  # no window given, no line
+    assert plots.tokens_per_turn(recorded).layout.shapes == ()  # no window given, no line
 
 
-def test_tokens_per_turn_draws_window_and_trigger(ok_run):
-    fig = plots.tokens_per_turn(ok_run, window=128_000, trigger=100_000)
+def test_tokens_per_turn_draws_window_and_trigger(recorded):
+    fig = plots.tokens_per_turn(recorded, window=128_000, trigger=100_000)
     assert sorted(s.y0 for s in fig.layout.shapes) == [100_000, 128_000]
     assert sorted(a.text for a in fig.layout.annotations) == ["trigger 100,000", "window 128,000"]
 
 
-def test_failed_call_marker_only_when_a_call_failed(ok_run, failed_run):
-    assert "call failed" not in [t.name for t in plots.tokens_per_turn(ok_run).data]
-    fig = plots.tokens_per_turn(failed_run, window=128_000)
+def test_failed_call_marker_only_when_a_call_failed(recorded, overflow_128k):
+    assert "call failed" not in [t.name for t in plots.tokens_per_turn(recorded).data]
+    fig = plots.tokens_per_turn(overflow_128k, window=128_000)
     marker = _trace(fig, "call failed")
-    last = failed_run.records[-1]
+    last = overflow_128k.records[-1]
     assert list(marker.x) == [last.index] and list(marker.y) == [last.seen]
     assert marker.y[0] > 128_000
     assert "ContextOverflowError" in marker.hovertext[0]
@@ -81,12 +68,12 @@ def test_tokens_per_turn_takes_a_list_of_records():
 # -- composition ------------------------------------------------------------------------------
 
 
-def test_composition_has_one_bar_per_kind_summing_to_seen(ok_run):
-    fig = plots.composition(ok_run)
+def test_composition_has_one_bar_per_kind_summing_to_seen(recorded):
+    fig = plots.composition(recorded)
     assert [t.name for t in fig.data] == list(KINDS)
     assert all(t.type == "bar" for t in fig.data)
     assert fig.layout.barmode == "stack"
-    for i, rec in enumerate(ok_run.records):
+    for i, rec in enumerate(recorded.records):
         assert sum(t.y[i] for t in fig.data) == rec.seen
         assert all(t.x[i] == rec.index for t in fig.data)
 
@@ -100,10 +87,10 @@ def test_composition_shows_the_summary_slice():
 # -- cost_curve -------------------------------------------------------------------------------
 
 
-def test_cost_curve_is_cumulative_and_monotone(ok_run, failed_run):
-    fig = plots.cost_curve(ok_run, failed_run, names=["1M window", "128k window"])
+def test_cost_curve_is_cumulative_and_monotone(recorded, overflow_128k):
+    fig = plots.cost_curve(recorded, overflow_128k, names=["1M window", "128k window"])
     assert [t.name for t in fig.data] == ["1M window", "128k window"]
-    for trace, run in zip(fig.data, (ok_run, failed_run), strict=True):
+    for trace, run in zip(fig.data, (recorded, overflow_128k), strict=True):
         y = list(trace.y)
         assert len(y) == len(run.records)
         assert y == pytest.approx([sum(r.cost for r in run.records[: i + 1])
@@ -112,12 +99,12 @@ def test_cost_curve_is_cumulative_and_monotone(ok_run, failed_run):
     assert fig.data[0].y[-1] > fig.data[0].y[0] > 0
 
 
-def test_cost_curve_default_names_and_mismatched_names(ok_run):
-    assert [t.name for t in plots.cost_curve(ok_run, ok_run).data] == ["run 1", "run 2"]
+def test_cost_curve_default_names_and_mismatched_names(recorded):
+    assert [t.name for t in plots.cost_curve(recorded, recorded).data] == ["run 1", "run 2"]
     with pytest.raises(ValueError, match="2 runs but 1 names"):
-        plots.cost_curve(ok_run, ok_run, names=["only one"])
+        plots.cost_curve(recorded, recorded, names=["only one"])
     with pytest.raises(ValueError, match="1 runs but 2 names"):
-        plots.cost_curve(ok_run, names=["a", "b"])
+        plots.cost_curve(recorded, names=["a", "b"])
 
 
 # -- bad input --------------------------------------------------------------------------------

@@ -9,15 +9,12 @@ them with the change.
 
 from __future__ import annotations
 
-import os
 import string
-from pathlib import Path
 
 import pytest
 
 from labkit import isolate, model, prompts
-
-SNAPSHOTS = Path(__file__).parent / "snapshots"
+from tests.conftest import assert_snapshot
 
 # snapshot file -> (text, the fields its code fills in with str.format)
 TEXTS = {
@@ -42,11 +39,7 @@ TEXTS = {
 @pytest.mark.parametrize("name", TEXTS)
 def test_golden_snapshot(name):
     """Rewrite on purpose with ``LABKIT_UPDATE_SNAPSHOTS=1`` and commit with the change."""
-    text, path = TEXTS[name][0], SNAPSHOTS / name
-    if os.environ.get("LABKIT_UPDATE_SNAPSHOTS") == "1":
-        path.write_text(text + "\n", encoding="utf-8")
-    assert path.is_file(), f"missing snapshot {path}; write it with LABKIT_UPDATE_SNAPSHOTS=1"
-    assert text + "\n" == path.read_text(encoding="utf-8"), f"{name} changed"
+    assert_snapshot(name, TEXTS[name][0])
 
 
 @pytest.mark.parametrize("name", TEXTS)

@@ -26,18 +26,6 @@ from labkit.summarize import SummarizeMiddleware, events_of
 from labkit.tokens import TokenCounter, cost, message_text
 
 
-@pytest.fixture(scope="module")
-def recorded():
-    run = scenario.run(LabModel(window=1_000_000))
-    assert run.error is None and not any(r.error for r in run.records)
-    return run
-
-
-@pytest.fixture(scope="module")
-def traj(recorded):
-    return trajectory(recorded)
-
-
 def _common_prefix(a, b) -> int:
     """How many leading messages two histories share (same type, same text)."""
     k = 0

@@ -28,12 +28,6 @@ def _agent_calls(model: LabModel) -> list:
 
 
 @pytest.fixture(scope="module")
-def naive():
-    model = LabModel(window=BIG)
-    return model, scenario.run(model)
-
-
-@pytest.fixture(scope="module")
 def cleared():
     """Tool results cleared from the request (never from state) once messages pass 50k tokens."""
     model = LabModel(window=BIG)
@@ -43,26 +37,19 @@ def cleared():
                                recursion_limit=40)
 
 
-@pytest.fixture(scope="module")
-def deep():
-    """deepagents compacts: its summarization rewrites the request behind a summary message."""
-    model = LabModel(window=60_000)
-    return model, scenario.run(model, harness="deep")
-
-
 # -- one record per call, and the numbers agree with the model --------------------------------
 
 
-def test_one_record_per_model_call(naive):
-    model, run = naive
+def test_one_record_per_model_call(naive_1m):
+    model, run = naive_1m
     assert run.error is None
     assert len(run.records) == len(model.calls) > 10
     assert [r.index for r in run.records] == list(range(len(run.records)))
     assert all(isinstance(r, CallRecord) for r in run.records)
 
 
-def test_seen_is_the_sum_of_kinds_and_what_the_model_received(naive):
-    model, run = naive
+def test_seen_is_the_sum_of_kinds_and_what_the_model_received(naive_1m):
+    model, run = naive_1m
     for rec, call in zip(run.records, model.calls, strict=True):
         assert set(rec.by_kind) == set(KINDS)
         assert rec.seen == sum(rec.by_kind.values())
@@ -70,8 +57,8 @@ def test_seen_is_the_sum_of_kinds_and_what_the_model_received(naive):
         assert rec.messages_seen == len(call.messages)
 
 
-def test_tool_schemas_are_counted_on_every_call(naive):
-    model, run = naive
+def test_tool_schemas_are_counted_on_every_call(naive_1m):
+    model, run = naive_1m
     fixed = {r.by_kind["tools"] for r in run.records}
     assert len(fixed) == 1 and fixed.pop() > 1000
     assert run.records[0].by_kind["tool"] == 0
@@ -90,8 +77,8 @@ def test_system_message_is_counted_like_the_model_counts_it():
         assert r.messages_seen == len(call.messages) - 1  # the system message is not in messages
 
 
-def test_stored_counts_the_state_messages(naive):
-    model, run = naive
+def test_stored_counts_the_state_messages(naive_1m):
+    model, run = naive_1m
     # with nothing rewriting the request, the model received exactly the stored history
     for rec, call in zip(run.records, model.calls, strict=True):
         assert rec.stored == count_tokens(call.messages)
@@ -102,15 +89,15 @@ def test_stored_counts_the_state_messages(naive):
     assert run.records[-1].messages_stored == len(run.messages) - 1
 
 
-def test_turns_are_numbered_from_start_turn(naive):
-    _, run = naive
+def test_turns_are_numbered_from_start_turn(naive_1m):
+    _, run = naive_1m
     assert [r.turn for r in run.records][0] == 0
     assert sorted({r.turn for r in run.records}) == [0, 1, 2]
     assert [r.turn for r in run.records] == sorted(r.turn for r in run.records)
 
 
-def test_tool_calls_and_output_tokens_come_from_the_response(naive):
-    model, run = naive
+def test_tool_calls_and_output_tokens_come_from_the_response(naive_1m):
+    model, run = naive_1m
     for rec, call in zip(run.records, model.calls, strict=True):
         assert rec.tool_calls == [tc["name"] for tc in call.response.tool_calls]
         assert rec.output_tokens == call.response.usage_metadata["output_tokens"] > 0
@@ -134,8 +121,8 @@ def test_cleared_tool_results_are_seen_but_not_stored(cleared):
     assert not any(isinstance(m, ToolMessage) and m.content == "[cleared]" for m in run.messages)
 
 
-def test_deep_summary_is_a_kind_of_its_own(deep):
-    model, run = deep
+def test_deep_summary_is_a_kind_of_its_own(deep_60k):
+    model, run = deep_60k
     assert run.error is None
     calls = _agent_calls(model)
     assert len(run.records) == len(calls)
@@ -149,8 +136,8 @@ def test_deep_summary_is_a_kind_of_its_own(deep):
     assert all(r.messages_seen < r.messages_stored for r in after)
 
 
-def test_deep_overflow_is_recorded_then_retried(deep):
-    model, run = deep
+def test_deep_overflow_is_recorded_then_retried(deep_60k):
+    model, run = deep_60k
     failed = [r for r in run.records if r.error]
     assert len(failed) == 1 and failed[0].error.startswith("ContextOverflowError")
     nxt = run.records[failed[0].index + 1]

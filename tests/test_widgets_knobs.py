@@ -6,21 +6,11 @@ from __future__ import annotations
 
 import pytest
 
-from labkit import LabModel, scenario, widgets
-from labkit.replay import replay, trajectory
+from labkit import widgets
+from labkit.replay import replay
 
 DEFAULTS = {"window": 128_000, "trigger": 0.85, "keep": 0.10, "keep_messages": 0,
             "keep_figures": False, "archive": True, "profile": True}
-
-
-@pytest.fixture(scope="module")
-def recorded():
-    return scenario.run(LabModel(window=1_000_000))
-
-
-@pytest.fixture(scope="module")
-def traj(recorded):
-    return trajectory(recorded)
 
 
 @pytest.fixture(scope="module")

@@ -7,9 +7,11 @@ In a notebook::
     nb01.q1.check(answer)   # raises AssertionError with a helpful message, or confirms
     nb01.q1.solution()      # kept out of the lesson; shown only when asked
 
-The checkers themselves are tested against right and wrong answers (``tests/test_exercises_nbNN.py``, one file per notebook).
+What every exercise shares is in ``labkit.exercises.core``. The checkers are tested against right
+and wrong answers (``tests/exercises/test_nbNN.py``), every question against one contract
+(``tests/exercises/test_contract.py``).
 """
 
-from labkit.exercises._base import Exercise
+from labkit.exercises.core import Exercise
 
 __all__ = ["Exercise"]

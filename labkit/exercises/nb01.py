@@ -4,29 +4,31 @@ from __future__ import annotations
 
 from functools import cache
 
-from labkit.exercises._base import Exercise
+from labkit.exercises.core import Exercise, smallest_that_holds, whole_number
 
 __all__ = ["q1"]
 
 
 @cache
-def _peak() -> int:
-    """The most tokens the naive run ever shows the model (measured on a 1M-token lab model)."""
+def _big():
+    """Notebook 01's ``big``: the naive run on a 1M-token lab model, where nothing overflows."""
     from labkit import LabModel, scenario
 
-    return max(r.seen for r in scenario.run(LabModel(window=1_000_000)).records)
+    return scenario.run(LabModel(window=1_000_000))
 
 
-def _check_q1(answer) -> str | None:
-    if isinstance(answer, bool) or not isinstance(answer, int):
-        return f"answer with a whole number of tokens, not {answer!r}"
-    if answer % 1000:
-        return f"round up to a multiple of 1,000 tokens (you gave {answer:,})"
-    peak = _peak()
-    if answer < peak:
-        return f"a {answer:,}-token window is too small: some call needs more than that"
-    if answer - 1000 >= peak:
-        return f"{answer - 1000:,} tokens would also do: look for the smallest window"
+def _peak() -> int:
+    """The most tokens the naive run ever shows the model."""
+    return max(r.seen for r in _big().records)
+
+
+@whole_number("a whole number of tokens")
+@smallest_that_holds(step=1000, show=lambda window: f"a {window:,}-token window")
+def _check_q1(window: int) -> str | None:
+    if window % 1000:
+        return f"round up to a multiple of 1,000 tokens (you gave {window:,})"
+    if window < _peak():
+        return f"a {window:,}-token window is too small: some call needs more than that"
     return None
 
 
@@ -40,4 +42,5 @@ q1 = Exercise(
         "Round up: `-(-peak // 1000) * 1000`.",
     ],
     solution_text="peak = max(r.seen for r in big.records)\nanswer = -(-peak // 1000) * 1000",
+    given=lambda: {"big": _big()},
 )

@@ -6,25 +6,30 @@ run, so they stay right if the data is regenerated or deepagents changes its rul
 
 from __future__ import annotations
 
-from labkit.exercises._base import Exercise
+from labkit.exercises.core import Exercise, whole_number
 
 __all__ = ["q1", "q2"]
 
 EVICT_TOKENS = 20_000  # "big" means more than this many real (BPE) tokens, deepagents' default
 
 
-def _whole(answer) -> str | None:
-    if isinstance(answer, bool) or not isinstance(answer, int):
-        return f"answer with a whole number (an int), not {answer!r}"
-    return None
+def _names() -> dict:
+    """The names notebook 02 has defined by its exercises."""
+    from deepagents.middleware.filesystem import NUM_CHARS_PER_TOKEN
 
-
-def _check_q1(answer) -> str | None:
     from labkit import scenario
     from labkit.tokens import approx_tokens, count_tokens
 
-    if problem := _whole(answer):
-        return problem
+    exports = {c["ticker"]: scenario.export_text(c["ticker"]) for c in scenario.companies()}
+    return {"scenario": scenario, "count_tokens": count_tokens, "approx_tokens": approx_tokens,
+            "exports": exports, "NUM_CHARS_PER_TOKEN": NUM_CHARS_PER_TOKEN}
+
+
+@whole_number("a whole number of tokens")
+def _check_q1(answer: int) -> str | None:
+    from labkit import scenario
+    from labkit.tokens import approx_tokens, count_tokens
+
     text = scenario.news_text("FERN", "zh")
     real, guess = count_tokens(text), approx_tokens(text)
     if answer == real - guess:
@@ -41,14 +46,13 @@ def _check_q1(answer) -> str | None:
             "scenario.news_text('FERN', 'zh')")
 
 
-def _check_q2(answer) -> str | None:
+@whole_number("a whole number of tokens")
+def _check_q2(answer: int) -> str | None:
     from deepagents.middleware.filesystem import NUM_CHARS_PER_TOKEN
 
     from labkit import scenario
     from labkit.tokens import count_tokens
 
-    if problem := _whole(answer):
-        return problem
     if answer <= 0:
         return "a limit of 0 or less switches eviction off altogether; pick a positive limit"
     exports = {c["ticker"]: scenario.export_text(c["ticker"]) for c in scenario.companies()}
@@ -76,6 +80,7 @@ q1 = Exercise(
         "The answer is positive: chars/4 sees fewer tokens than there are.",
     ],
     solution_text="text = scenario.news_text('FERN', 'zh')\nanswer = count_tokens(text) - approx_tokens(text)",
+    given=_names,
 )
 
 q2 = Exercise(
@@ -93,4 +98,5 @@ q2 = Exercise(
         "big = [t for t in exports if count_tokens(exports[t]) > 20_000]\n"
         "answer = (min(len(exports[t]) for t in big) - 1) // NUM_CHARS_PER_TOKEN"
     ),
+    given=_names,
 )

@@ -6,7 +6,7 @@ import inspect
 from collections import Counter
 from functools import cache
 
-from labkit.exercises._base import Exercise
+from labkit.exercises.core import Exercise
 
 __all__ = ["q1", "q2"]
 
@@ -67,6 +67,13 @@ def _agent(middleware: list):
     return create_agent(model, tools=scenario.tools(), middleware=middleware), model
 
 
+def _names() -> dict:
+    """The names notebook 03 has imported by its second exercise."""
+    from langchain.agents.middleware import AgentMiddleware
+
+    return {"AgentMiddleware": AgentMiddleware, "Counter": Counter}
+
+
 def _check_q2(answer) -> str | None:
     from langchain.agents.middleware import AgentMiddleware
 
@@ -109,4 +116,6 @@ q2 = Exercise(
         "    def after_model(self, state, runtime):\n"
         "        self.counts.update(tc['name'] for tc in state['messages'][-1].tool_calls)"
     ),
+    given=_names,
+    answer_name="ToolCounter",  # the notebook checks the class: nb03.q2.check(ToolCounter)
 )

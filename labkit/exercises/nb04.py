@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from labkit.exercises._base import Exercise
+from labkit.exercises.core import Exercise, largest_that_holds, whole_number
 
 __all__ = ["q1"]
 
@@ -33,23 +33,27 @@ def _sizes() -> dict[str, int]:
     return {c["ticker"]: count_tokens(scenario.export_text(c["ticker"])) for c in scenario.companies()}
 
 
-def _check_q1(answer) -> str | None:
-    if answer is None:
-        return "answer with a whole number of tokens (None switches eviction off, and then the run overflows)"
-    if isinstance(answer, bool) or not isinstance(answer, int):
-        return f"answer with a whole number (an int), not {answer!r}"
-    if answer <= 0:
+def _names() -> dict:
+    """The names notebook 04 has imported by its exercise."""
+    from labkit import LabModel, scenario
+    from labkit.offload import OffloadMiddleware
+    from labkit.tokens import count_tokens
+
+    return {"scenario": scenario, "LabModel": LabModel, "OffloadMiddleware": OffloadMiddleware,
+            "count_tokens": count_tokens}
+
+
+@whole_number("a whole number of tokens")
+@largest_that_holds(show=lambda limit: f"tool_limit={limit:,}")
+def _check_q1(limit: int) -> str | None:
+    if limit <= 0:
         return "a tool_limit must be a whole number of tokens > 0"
-    exact = [t for t, n in _sizes().items() if n == answer]
-    if not _fits(answer):
-        if exact:
-            return (f"{answer:,} is exactly the size of the {exact[0]} export, and the rule evicts only "
+    if not _fits(limit):
+        if exact := [t for t, n in _sizes().items() if n == limit]:
+            return (f"{limit:,} is exactly the size of the {exact[0]} export, and the rule evicts only "
                     f"results *over* the limit: {exact[0]} stays in the context and the run overflows "
                     f"the {WINDOW:,}-token window")
-        return f"with tool_limit={answer:,} the run overflows the {WINDOW:,}-token window: lower it"
-    if _fits(answer + 1):
-        return (f"tool_limit={answer + 1:,} still keeps the run inside the window: the largest limit "
-                "is higher")
+        return f"with tool_limit={limit:,} the run overflows the {WINDOW:,}-token window: lower it"
     return None
 
 
@@ -72,4 +76,5 @@ q1 = Exercise(
         "                              middleware=[OffloadMiddleware(tool_limit=n)]).error is None\n"
         "answer = next(n - 1 for n in reversed(sizes) if fits(n - 1))"
     ),
+    given=_names,
 )

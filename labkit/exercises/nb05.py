@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from functools import cache
 
-from labkit.exercises._base import Exercise
+from labkit.exercises.core import Exercise, smallest_that_holds, whole_number
 
 __all__ = ["q1"]
 
@@ -42,12 +42,16 @@ def smallest_keep() -> int:
 
 
 def _check_q1(answer) -> str | None:
-    n = answer[1] if isinstance(answer, tuple) and len(answer) == 2 and answer[0] == "messages" \
-        else answer
-    if isinstance(answer, tuple) and n is answer:
+    if isinstance(answer, tuple) and len(answer) == 2 and answer[0] == "messages":
+        return _check_n(answer[1])
+    if isinstance(answer, tuple):
         return f"give a number n, or the knob itself as ('messages', n), not {answer!r}"
-    if isinstance(n, bool) or not isinstance(n, int):
-        return f"give a whole number of messages n (or ('messages', n)), not {answer!r}"
+    return _check_n(answer)
+
+
+@whole_number("a whole number of messages n (or ('messages', n))")
+@smallest_that_holds(show=lambda n: f"args_keep=('messages', {n})")
+def _check_n(n: int) -> str | None:
     if n < 1:
         return f"args_keep counts messages to protect: at least 1, not {n}"
     total = len(_last_request())
@@ -58,9 +62,6 @@ def _check_q1(answer) -> str | None:
         paths = [p for (p, _), ok in zip(_writes(_last_request()), full) if not ok]
         return (f"with args_keep=('messages', {n}) the model still sees the write_file call for "
                 f"{paths[-1]} shortened: the AI message that made it is older than the last {n}")
-    if n > smallest_keep():
-        return (f"('messages', {n}) leaves both in full, but a smaller window does too: which is "
-                "the first n that reaches back to the AI message of the second-to-last write?")
     return None
 
 

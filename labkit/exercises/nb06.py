@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections import Counter
 from functools import cache
 
-from labkit.exercises._base import Exercise
+from labkit.exercises.core import Exercise
 
 __all__ = ["WINDOW", "q1"]
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from labkit.exercises._base import Exercise
+from labkit.exercises.core import Exercise, largest_that_holds, whole_number
 
 __all__ = ["WINDOW", "q1", "refused"]
 
@@ -32,26 +32,30 @@ def refused(n: int) -> tuple[int, int] | None:
     return next(((r.index, r.seen) for r in run.records if r.error), None)
 
 
+def _names() -> dict:
+    """The names notebook 07 has imported by its exercise."""
+    from labkit import LabModel, scenario
+
+    return {"scenario": scenario, "LabModel": LabModel}
+
+
 def _check_q1(answer) -> str | None:
-    if answer is None:
-        return "answer with a whole number n: the checker builds trigger=('tokens', n)"
     if isinstance(answer, (tuple, list)):
         return f"answer with n alone (a whole number), not the tuple {tuple(answer)!r}"
-    if isinstance(answer, bool) or not isinstance(answer, int):
-        return f"answer with a whole number of tokens (an int), not {answer!r}"
-    if answer <= 0:
+    return _check_n(answer)
+
+
+@whole_number("a whole number of tokens")
+@largest_that_holds(show=lambda n: f"trigger=('tokens', {n:,})")
+def _check_n(n: int) -> str | None:
+    if n <= 0:
         return "a ('tokens', n) trigger needs a whole number n > 0"
-    lost = refused(answer)
+    lost = refused(n)
     if lost is not None:
         call, tokens = lost
-        where = "the fallback itself" if answer == FALLBACK else f"trigger=('tokens', {answer:,})"
+        where = "the fallback itself" if n == FALLBACK else f"trigger=('tokens', {n:,})"
         return (f"with {where} call {call} is refused: its {tokens:,}-token request is over the "
                 f"{WINDOW:,}-token window but under the trigger, so nothing compacted it first — lower it")
-    if refused(answer + 1) is None:
-        above = " (a trigger above the window still saves every request that reaches it)" \
-            if answer >= WINDOW else ""
-        return (f"no request is refused, but trigger=('tokens', {answer + 1:,}) works too{above}: "
-                "the largest trigger is higher")
     return None
 
 
@@ -73,4 +77,5 @@ q1 = Exercise(
         "naive = scenario.run(LabModel(window=128_000))\n"
         "answer = next(r.seen for r in naive.records if r.seen > 128_000)"
     ),
+    given=_names,
 )

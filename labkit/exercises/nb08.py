@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from functools import cache
 
-from labkit.exercises._base import Exercise
+from labkit.exercises.core import Exercise, as_whole
 
 __all__ = ["KS", "WINDOW", "history", "q1"]
 
@@ -44,13 +44,21 @@ def _describe(message) -> str:
     return f"a {message.type} message"
 
 
-def _is_count(value) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
+def _names() -> dict:
+    """The names notebook 08 has defined by its exercise: its history, and its pair-safe cut
+    (section 3's ``my_safe_cut``, which agrees with labkit's ``safe_cut``)."""
+    import sys
+
+    from labkit.summarize import safe_cut
+
+    return {"history": list(history()), "my_safe_cut": safe_cut, "nb08": sys.modules[__name__]}
 
 
 def _check_q1(answer) -> str | None:
-    if not isinstance(answer, dict) or not all(_is_count(k) and _is_count(v) for k, v in answer.items()):
+    if not isinstance(answer, dict) or any(as_whole(k) is None or as_whole(v) is None
+                                           for k, v in answer.items()):
         return f"answer with a dict {{k: cut}} of whole numbers, one entry per k in {KS} (not {answer!r})"
+    answer = {as_whole(k): as_whole(v) for k, v in answer.items()}
     missing, extra = [k for k in KS if k not in answer], sorted(set(answer) - set(KS))
     if missing or extra:
         return f"give one cut for each k in {KS}" + (f"; missing {missing}" if missing else "") + \
@@ -84,4 +92,5 @@ q1 = Exercise(
         "Check yourself: {k: cut_point(history, ('messages', k), None, count_tokens) for k in nb08.KS}.",
     ],
     solution_text="answer = {k: my_safe_cut(history, len(history) - k) for k in nb08.KS}",
+    given=_names,
 )

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from functools import cache
 
-from labkit.exercises._base import Exercise
+from labkit.exercises.core import Exercise
 
 __all__ = ["CALL", "WINDOW", "q1", "recorded"]
 
@@ -28,6 +28,13 @@ def recorded():
     model = LabModel(window=WINDOW)
     run = scenario.run(model, middleware=[SummarizeMiddleware(model)])
     return run, tuple(c for c in model.calls if c.kind == "agent")
+
+
+def _names() -> dict:
+    """The names notebook 09 has defined by its exercise."""
+    from labkit.summarize import events_of, view
+
+    return {"run": recorded()[0], "events_of": events_of, "view": view}
 
 
 def _key(messages) -> tuple:
@@ -94,4 +101,5 @@ q1 = Exercise(
         "event = [e for e in events_of(run.state) if e.created_at <= n][-1]\n"
         "answer = view(run.messages[:n], event)"
     ),
+    given=_names,
 )

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from functools import cache
 
-from labkit.exercises._base import Exercise
+from labkit.exercises.core import Exercise
 
 __all__ = ["KPI", "TICKER", "WINDOW", "q1"]
 
@@ -31,6 +31,23 @@ def _figures() -> dict[tuple[str, str], str]:
         for kpi, value in re.findall(rf"^kpi,{c['ticker']},(\w+),(\S+)$", scenario.export_text(c["ticker"]), re.M):
             found[(c["ticker"], kpi)] = value
     return found
+
+
+@cache
+def _chained():
+    """Notebook 10's ``chained``: the run at WINDOW under SummarizeMiddleware, four compactions."""
+    from labkit import LabModel, scenario
+    from labkit.summarize import SummarizeMiddleware
+
+    model = LabModel(window=WINDOW)
+    return scenario.run(model, middleware=[SummarizeMiddleware(model)])
+
+
+def _names() -> dict:
+    """The names notebook 10 has defined by its exercise."""
+    from labkit.summarize import events_of
+
+    return {"chained": _chained(), "events_of": events_of}
 
 
 def _normal(value) -> str | None:
@@ -74,4 +91,5 @@ q1 = Exercise(
     solution_text="archive = chained.files[events_of(chained.state)[-1].archive]\n"
                   f"line = next(l for l in archive.splitlines() if l.startswith('kpi,{TICKER},{KPI},'))\n"
                   "answer = line.split(',')[-1]",
+    given=_names,
 )

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from functools import cache
 
-from labkit.exercises._base import Exercise
+from labkit.exercises.core import Exercise, largest_that_holds, two_decimals
 
 __all__ = ["q1"]
 
@@ -35,18 +35,14 @@ def _compacts(gate: float) -> bool:
     return _turn2_answer(round(gate, 2)).startswith("Compacted")
 
 
-def _check_q1(answer) -> str | None:
-    if isinstance(answer, bool) or not isinstance(answer, (int, float)):
-        return f"answer with a number, the gate as a fraction of the trigger (such as 0.45), not {answer!r}"
-    if not 0 < answer <= 1:
-        return f"a gate is a fraction of the trigger, in (0, 1]; {answer!r} is outside it"
-    if abs(answer * 100 - round(answer * 100)) > 1e-9:
-        return f"give the gate to two decimal places (such as 0.45), not {answer!r}"
-    if not _compacts(answer):
-        return (f"with gate={answer:.2f} the compaction at the start of turn 2 is still refused: "
-                f"{_turn2_answer(round(answer, 2))!r}")
-    if answer < 1 and _compacts(answer + 0.01):
-        return f"gate={answer:.2f} lets it through, but so does {answer + 0.01:.2f}: find the largest"
+@two_decimals("a number, the gate as a fraction of the trigger (such as 0.45)")
+@largest_that_holds(step=0.01, show=lambda gate: f"gate={gate:.2f}")
+def _check_q1(gate: float) -> str | None:
+    if not 0 < gate <= 1:
+        return f"a gate is a fraction of the trigger, in (0, 1]; {gate!r} is outside it"
+    if not _compacts(gate):
+        return (f"with gate={gate:.2f} the compaction at the start of turn 2 is still refused: "
+                f"{_turn2_answer(round(gate, 2))!r}")
     return None
 
 

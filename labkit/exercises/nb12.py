@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from functools import cache
 
-from labkit.exercises._base import Exercise
+from labkit.exercises.core import Exercise, smallest_that_holds, whole_number
 
 __all__ = ["q1"]
 
@@ -31,17 +31,24 @@ def _answers(cap: int) -> bool:
     return _fanout(cap)[0].score.needle_correct
 
 
-def _check_q1(answer) -> str | None:
-    if isinstance(answer, bool) or not isinstance(answer, int):
-        return f"answer with a whole number of tokens (such as 60), not {answer!r}"
-    if answer <= 0:
-        return f"an output cap is a positive number of tokens, not {answer}"
-    if not _answers(answer):
-        brightloom = _fanout(answer)[1][0].reply
-        return (f"with output_cap={answer} Brightloom's reply is cut before the figure, and the "
+def _names() -> dict:
+    """The names notebook 12 has defined by its exercise: ``iso`` of a run no cap reaches."""
+    from types import SimpleNamespace
+
+    from labkit import scenario
+
+    return {"iso": SimpleNamespace(children=_fanout(10_000)[1]), "scenario": scenario}
+
+
+@whole_number("a whole number of tokens (such as 60)")
+@smallest_that_holds(show=lambda cap: f"output_cap={cap}")
+def _check_q1(cap: int) -> str | None:
+    if cap <= 0:
+        return f"an output cap is a positive number of tokens, not {cap}"
+    if not _answers(cap):
+        brightloom = _fanout(cap)[1][0].reply
+        return (f"with output_cap={cap} Brightloom's reply is cut before the figure, and the "
                 f"parent cannot answer. What it got ends: {brightloom[-160:]!r}")
-    if answer > 1 and _answers(answer - 1):
-        return f"output_cap={answer} keeps the figure, but so does {answer - 1}: find the smallest"
     return None
 
 
@@ -65,4 +72,5 @@ q1 = Exercise(
         "answer = next(n for n in range(1, len(ids) + 1)\n"
         "              if scenario.needle().answer in enc.decode(ids[:n]))"
     ),
+    given=_names,
 )

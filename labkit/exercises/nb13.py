@@ -11,7 +11,7 @@ recorded preference reached thread 2, and no report file went into the store.
 
 from __future__ import annotations
 
-from labkit.exercises._base import Exercise
+from labkit.exercises.core import Exercise
 
 __all__ = ["MEMORY", "q1"]
 
@@ -27,6 +27,16 @@ def _memory_seen(model) -> str:
 
 def _stored_paths(store) -> list[str]:
     return [item.key for ns in store.list_namespaces() for item in store.search(ns, limit=1000)]
+
+
+def _names() -> dict:
+    """The names notebook 13 has imported by its exercise."""
+    from deepagents.backends import CompositeBackend, StateBackend, StoreBackend
+
+    from labkit import scenario
+
+    return {"CompositeBackend": CompositeBackend, "StateBackend": StateBackend,
+            "StoreBackend": StoreBackend, "scenario": scenario}
 
 
 def _check_q1(answer) -> str | None:
@@ -85,4 +95,5 @@ q1 = Exercise(
         "    return CompositeBackend(default=StateBackend(), routes={'/team/': StoreBackend(\n"
         "        namespace=lambda rt: scenario.MEMORY_NAMESPACE, store=store)})"
     ),
+    given=_names,
 )

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from functools import cache
 
-from labkit.exercises._base import Exercise
+from labkit.exercises.core import Exercise, smallest_that_holds, whole_number
 
 __all__ = ["q1"]
 
@@ -31,17 +31,15 @@ def _holds(keep: int) -> bool:
     return lost == 0 and repeated == 0 and completed
 
 
-def _check_q1(answer) -> str | None:
-    if isinstance(answer, bool) or not isinstance(answer, int):
-        return f"answer with a whole number of messages (such as 5), not {answer!r}"
-    if not 1 <= answer < TRIGGER:
-        return f"keep must be at least 1 and below the trigger ({TRIGGER} messages); {answer!r} is not"
-    if not _holds(answer):
-        lost, repeated, _ = _outcome(answer)
-        return (f"with keep={answer} the todo-anchored run still drifts: it lost the goal {lost}x "
+@whole_number("a whole number of messages (such as 5)")
+@smallest_that_holds(show=lambda keep: f"keep={keep}")
+def _check_q1(keep: int) -> str | None:
+    if not 1 <= keep < TRIGGER:
+        return f"keep must be at least 1 and below the trigger ({TRIGGER} messages); {keep!r} is not"
+    if not _holds(keep):
+        lost, repeated, _ = _outcome(keep)
+        return (f"with keep={keep} the todo-anchored run still drifts: it lost the goal {lost}x "
                 f"and repeated {repeated} steps")
-    if answer > 1 and _holds(answer - 1):
-        return f"keep={answer} holds, but so does keep={answer - 1}: find the smallest"
     return None
 
 

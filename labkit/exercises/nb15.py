@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from functools import cache
 
-from labkit.exercises._base import Exercise
+from labkit.exercises.core import Exercise, largest_that_holds, two_decimals
 
 __all__ = ["q1"]
 
@@ -29,23 +29,16 @@ def _compactions(trigger: float) -> int:
     return len(evals.compactions(run))
 
 
-def _check_q1(answer) -> str | None:
-    if isinstance(answer, bool) or not isinstance(answer, (int, float)):
-        return f"answer with a fraction of the window such as 0.5, not {answer!r}"
-    if not KEEP[1] < answer < 1:
+@two_decimals("a fraction of the window such as 0.5")
+@largest_that_holds(step=0.01, show=lambda f: f"trigger=('fraction', {f:.2f})")
+def _check_q1(fraction: float) -> str | None:
+    if not KEEP[1] < fraction < 1:
         return (f"the trigger must be above keep ({KEEP[1]}) and below 1 (the whole window); "
-                f"{answer!r} is not")
-    if abs(round(answer, 2) - answer) > 1e-9:
-        return f"give the fraction to two decimal places (such as 0.42), not {answer!r}"
-    answer = round(answer, 2)
-    n = _compactions(answer)
+                f"{fraction!r} is not")
+    n = _compactions(fraction)
     if n < MIN_COMPACTIONS:
-        return (f"at trigger {answer:.2f} the recommended setting compacts {n} time(s), fewer than "
+        return (f"at trigger {fraction:.2f} the recommended setting compacts {n} time(s), fewer than "
                 f"{MIN_COMPACTIONS}: trigger lower")
-    above = round(answer + 0.01, 2)
-    if above < 1 and _compactions(above) >= MIN_COMPACTIONS:
-        return (f"at {answer:.2f} it compacts {n} times, but at {above:.2f} still "
-                f"{_compactions(above)}: find the largest")
     return None
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from langchain.agents.middleware import AgentMiddleware
 
-from labkit.exercises._base import Exercise
+from labkit.exercises.core import Exercise
 
 __all__ = ["WINDOW", "patient", "q1", "treated"]
 

@@ -1,0 +1,42 @@
+"""The lab model under the real harness: deepagents.create_deep_agent, its whole default stack."""
+
+from __future__ import annotations
+
+from langchain_core.exceptions import ContextOverflowError
+
+from labkit import LabModel, scenario
+
+
+def test_deep_agent_runs_the_scenario_to_completion():
+    model = LabModel(window=1_000_000)
+    run = scenario.run(model, harness="deep")
+    assert run.error is None and run.turns_completed == 3
+    s = run.score
+    assert s.goal_completed and s.needle_correct and s.steps_repeated == 0
+    # the real deepagents tools were bound: the model saw its file tools and the task tool
+    assert {"write_file", "read_file", "grep", "task"} <= set(model.calls[0].tools)
+    assert not any(c.kind == "summary" for c in model.calls), "nothing to compact in a 1M window"
+
+
+def test_deepagents_own_summarization_fires_on_a_small_window_and_the_run_survives(deep_60k):
+    model, run = deep_60k
+    s = run.score
+    assert run.error is None and s.goal_completed and s.needle_correct and s.goal_lost == 0
+    # deepagents summarized: the lab model got summary prompts, and the event is in state
+    assert any(c.kind == "summary" for c in model.calls)
+    event = run.state["_summarization_event"]
+    assert event["file_path"].startswith("/conversation_history/session_")
+    assert event["file_path"] in run.files
+    assert event["summary_message"].additional_kwargs["lc_source"] == "summarization"
+    # state was not rewritten: every message of the run is still stored
+    assert len(run.messages) >= event["created_at_index"]
+    # the needle was recovered through a file: the answer came after a grep of a stored file
+    grep_calls = [tc for m in run.messages if m.type == "ai" for tc in m.tool_calls if tc["name"] == "grep"]
+    assert grep_calls and grep_calls[-1]["args"]["path"] in run.files
+    # no call was ever sent over the window without deepagents catching it
+    assert all(r.seen <= 60_000 or r.error for r in run.records)
+
+
+def test_without_the_harness_the_same_window_overflows():
+    run = scenario.run(LabModel(window=60_000))
+    assert isinstance(run.error, ContextOverflowError)
