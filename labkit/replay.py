@@ -22,16 +22,16 @@ from langchain_core.messages import AIMessage, BaseMessage, ToolMessage, get_buf
 
 from labkit.summarize import (Event, SummarizeMiddleware, archive_path, next_fold, section_id, summary_message,
                               summary_prompt)
+from labkit._sizes import check_limit
 from labkit._synthetic import synthetic_run
 from labkit.model import summarize as lab_summary
 from labkit.scenario import needle
 from labkit.tokens import PRICES, TokenCounter, cost, message_text
-from labkit.trace import KINDS, CallRecord, kind_of
+from labkit.trace import KINDS, MESSAGE_KINDS, CallRecord, kind_of
 
 __all__ = ["NEEDLE_OUTCOMES", "Replay", "Trajectory", "replay", "synthetic_run", "trajectory"]
 
 NEEDLE_OUTCOMES = ("visible", "archive", "lost", "absent", "overflow")
-_MESSAGE_KINDS = ("human", "ai", "tool", "summary")
 
 
 def _xml(message: BaseMessage) -> str:
@@ -103,10 +103,10 @@ def trajectory(run: Any, counter: TokenCounter | None = None) -> Trajectory:
     counter = counter or TokenCounter()
     sizes = [counter.message(m) for m in messages]
     kinds = [kind_of(m) for m in messages]
-    prefix, by_kind = [0], {k: [0] for k in _MESSAGE_KINDS}
+    prefix, by_kind = [0], {k: [0] for k in MESSAGE_KINDS}
     for size, kind in zip(sizes, kinds):
         prefix.append(prefix[-1] + size)
-        for k in _MESSAGE_KINDS:
+        for k in MESSAGE_KINDS:
             by_kind[k].append(by_kind[k][-1] + (size if k == kind else 0))
     xml, xml_tokens, xml_prefix = [], {}, [0]
     for m in messages:
@@ -178,8 +178,7 @@ class Replay:
 
 def _knobs(trigger, keep, window: int, profile: bool) -> SummarizeMiddleware:
     """The middleware itself checks the knobs and picks the defaults (model profile or none)."""
-    if isinstance(window, bool) or not isinstance(window, int) or window <= 0:
-        raise ValueError(f"window must be a whole number of tokens > 0, got {window!r}")
+    check_limit("window", window, allow_none=False)
     stand_in = GenericFakeChatModel(messages=iter(()),  # never called: only its profile is read
                                     profile={"max_input_tokens": window} if profile else None)
     return SummarizeMiddleware(stand_in, trigger=trigger, keep=keep)
@@ -275,7 +274,7 @@ class _Session:
         cut = self.events[-1].cut if self.events else 0
         by = dict.fromkeys(KINDS, 0)
         by["system"], by["tools"] = t.system[i], t.fixed[i] - t.system[i]
-        for k in _MESSAGE_KINDS:
+        for k in MESSAGE_KINDS:
             by[k] = t.by_kind[k][n] - t.by_kind[k][cut]
         by["summary"] += self.summary_tokens if self.events else 0
         out = 0 if error else t.outputs[i]
