@@ -108,7 +108,8 @@ def preview(text: str, head: int = 5, tail: int = 5, line_chars: int = 1000) -> 
             out.append(f"... [{len(lines) - head - tail:,} lines not shown] ...")
             continue
         line = lines[i]
-        clipped = line[:line_chars] + (f" …[{len(line) - line_chars:,} more characters]" if len(line) > line_chars else "")
+        more = len(line) - line_chars
+        clipped = line[:line_chars] + (f" …[{more:,} more characters]" if more > 0 else "")
         out.append(f"{i + 1:>{width}}  {clipped}")
     return "\n".join(out)
 
@@ -135,7 +136,8 @@ def truncate_args(messages: Sequence[BaseMessage], protect_from: int,
                 for key, value in args.items():
                     if isinstance(value, str) and len(value) > max_length:
                         keep = max_length // 2
-                        note = prompts.ARG_TRUNCATED if tc["name"] == "write_file" else prompts.ARG_TRUNCATED_EDIT
+                        note = prompts.ARG_TRUNCATED if tc["name"] == "write_file" \
+                            else prompts.ARG_TRUNCATED_EDIT
                         args[key] = value[:keep] + note.format(
                             dropped=len(value) - keep, path=path)
                         changed = True
@@ -229,7 +231,8 @@ class OffloadMiddleware(AgentMiddleware):
         super().__init__()
         self.tool_limit = check_limit("tool_limit", tool_limit)
         self.human_limit = check_limit("human_limit", human_limit)
-        self.args_trigger = None if args_trigger is None else check_size("args_trigger", args_trigger, ("fraction", "tokens"))
+        self.args_trigger = None if args_trigger is None else \
+            check_size("args_trigger", args_trigger, ("fraction", "tokens"))
         self.args_keep = check_size("args_keep", args_keep)
         self.arg_max_length = check_limit("arg_max_length", arg_max_length, allow_none=False)
         self.window = check_limit("window", window)
@@ -261,7 +264,7 @@ class OffloadMiddleware(AgentMiddleware):
     def _evict_result(self, message: ToolMessage) -> ToolMessage:
         if message.additional_kwargs.get(OFFLOADED) or self.tool_limit is None:
             return message
-        text = message_text(message, non_text="skip")
+        text = message_text(message, text_only=True)
         tokens = self.counter.text(text)
         if tokens <= self.tool_limit:
             return message
@@ -311,7 +314,7 @@ class OffloadMiddleware(AgentMiddleware):
             return None
         if last.id is None:  # without an id the tagged copy could not replace it in state
             return None
-        text = message_text(last, non_text="skip")
+        text = message_text(last, text_only=True)
         if self.counter.text(text) <= self.human_limit:
             return None
         digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
@@ -325,7 +328,7 @@ class OffloadMiddleware(AgentMiddleware):
         path = message.additional_kwargs[OFFLOADED]
         key = (message.id, path)
         if key not in self._stubs:
-            text = message_text(message, non_text="skip")
+            text = message_text(message, text_only=True)
             self._stubs[key] = _stub(prompts.OFFLOAD_HUMAN_STUB, path, stored_text(text),
                                      self.counter.text(text), self.head_lines, self.tail_lines)
         return message.model_copy(update={"content": _with_text(message, self._stubs[key])})
@@ -370,9 +373,11 @@ class OffloadMiddleware(AgentMiddleware):
         if tagged is None:
             return response
         if isinstance(response, ExtendedModelResponse):
-            inner = response.command.update if response.command and isinstance(response.command.update, dict) else {}
+            command = response.command
+            inner = command.update if command and isinstance(command.update, dict) else {}
             update = {**inner, "messages": [*inner.get("messages", []), tagged]}
-            return ExtendedModelResponse(model_response=response.model_response, command=Command(update=update))
+            return ExtendedModelResponse(model_response=response.model_response,
+                                         command=Command(update=update))
         return ExtendedModelResponse(model_response=response, command=Command(update={"messages": [tagged]}))
 
     def wrap_model_call(self, request, handler):

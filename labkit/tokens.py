@@ -71,40 +71,40 @@ def encoding(name: str = DEFAULT_ENCODING):
     return _encodings[name]
 
 
-def message_text(message: BaseMessage, *, non_text: str = "raise") -> str:
+def message_text(message: BaseMessage, *, text_only: bool = False) -> str:
     """The text a message puts in the context: its text and reasoning blocks, joined by newlines,
     plus the name and JSON arguments of each tool call. Notebook 06 (every count of notebook 02
     goes through it).
 
-    A block the lab cannot count honestly (an image, a file) raises ``ValueError`` naming its type;
-    with ``non_text="skip"`` it is left out instead (offloading stores the text and keeps the rest
-    in the message).
+    A block the lab cannot count honestly (an image, a file) raises ``ValueError`` naming its type.
+    ``text_only=True`` gives what the message *says* instead: its text blocks alone (no reasoning,
+    no tool-call arguments), any other block skipped — what offloading stores, what a score reads.
     """
-    if non_text not in ("raise", "skip"):
-        raise ValueError(f"non_text must be 'raise' or 'skip', got {non_text!r}")
     content = message.content
     if isinstance(content, str):
         parts = [content]
     elif isinstance(content, list):
         parts = []
         for i, block in enumerate(content):
+            kind = block.get("type") if isinstance(block, dict) else None
             if isinstance(block, str):
                 parts.append(block)
-            elif isinstance(block, dict) and block.get("type") in ("text", "text-plain"):
+            elif kind in ("text", "text-plain"):
                 parts.append(str(block.get("text", "")))
-            elif isinstance(block, dict) and block.get("type") in ("reasoning", "thinking"):
+            elif text_only or kind in ("tool_use", "tool_call"):
+                continue  # a tool call is also in message.tool_calls, counted below
+            elif kind in ("reasoning", "thinking"):
                 parts.append(str(block.get("reasoning") or block.get("thinking") or ""))
-            elif isinstance(block, dict) and block.get("type") in ("tool_use", "tool_call"):
-                continue  # also present in message.tool_calls, counted below
-            elif non_text == "raise":
-                kind = block.get("type") if isinstance(block, dict) else type(block).__name__
+            else:
+                kind = kind if isinstance(block, dict) else type(block).__name__
                 raise ValueError(
                     f"{message.type} message has a content block of type {kind!r} at index {i}; "
                     "labkit counts text only (convert images and files to text or a file path)"
                 )
     else:
         raise ValueError(f"{message.type} message content must be str or list, not {type(content).__name__}")
-    for call in getattr(message, "tool_calls", None) or []:
+    calls = [] if text_only else getattr(message, "tool_calls", None) or []
+    for call in calls:
         parts.append(call["name"] + json.dumps(call.get("args", {}), ensure_ascii=False, sort_keys=True))
     return "\n".join(p for p in parts if p)
 
@@ -173,7 +173,8 @@ class TokenCounter:
                     )
             return self.messages(text_or_messages)
         raise TypeError(
-            f"count_tokens takes a str, a message or a list of messages, not {type(text_or_messages).__name__}"
+            "count_tokens takes a str, a message or a list of messages, not "
+            f"{type(text_or_messages).__name__}"
         )
 
 
