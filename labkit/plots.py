@@ -121,7 +121,8 @@ def token_rulers(rows, title: str = "Tokens per tool result: real BPE vs the cha
     rows = list(rows)
     missing = [k for k in ("text", "ticker", "BPE", "chars/4") if rows and k not in rows[0]]
     if not rows or missing:
-        raise ValueError(f"token_rulers needs rows with text, ticker, BPE and chars/4; missing {missing or 'rows'}")
+        raise ValueError("token_rulers needs rows with text, ticker, BPE and chars/4; "
+                         f"missing {missing or 'rows'}")
     kinds = list(dict.fromkeys(r["text"] for r in rows))
     fig = make_subplots(rows=1, cols=len(kinds), subplot_titles=kinds, horizontal_spacing=0.08)
     for col, kind in enumerate(kinds, start=1):
