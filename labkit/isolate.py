@@ -34,8 +34,14 @@ from labkit._isolate_files import Claim, conflict_reply, file_updates, locate, o
 from labkit._isolate_task import TASK_TOOL, TaskArgs, check_call, task_description
 from labkit._sizes import check_count
 from labkit.prompts import (  # the task tool's texts, importable from here as before
-    BAD_CALL, CHILD_FAILED, GENERAL_PURPOSE_DESCRIPTION, GENERAL_PURPOSE_PROMPT, NO_TEXT, TASK_DESCRIPTION,
-    TRUNCATED)
+    BAD_CALL,  # noqa: F401
+    CHILD_FAILED,
+    GENERAL_PURPOSE_DESCRIPTION,
+    GENERAL_PURPOSE_PROMPT,
+    NO_TEXT,
+    TASK_DESCRIPTION,  # noqa: F401
+    TRUNCATED,
+)
 from labkit.tokens import encoding, message_text
 from labkit.trace import CallRecord, Recorder
 
