@@ -24,7 +24,7 @@ from labkit.summarize import (Event, SummarizeMiddleware, archive_path, next_fol
                               summary_prompt)
 from labkit._sizes import check_limit
 from labkit._synthetic import synthetic_run
-from labkit.model import summarize as lab_summary
+from labkit.model import lab_summary
 from labkit.scenario import needle
 from labkit.tokens import PRICES, TokenCounter, cost, message_text
 from labkit.trace import KINDS, MESSAGE_KINDS, CallRecord, kind_of

@@ -16,7 +16,8 @@ from langchain.agents.middleware.todo import WRITE_TODOS_TOOL_DESCRIPTION
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 
 from labkit import LabModel, evals, prompts, scenario
-from labkit.model import ANCHOR_MIN_STEPS, PROGRESS_PATH, PROGRESS_PROMPT, TODO_TOOL, summarize
+from labkit.model import ANCHOR_MIN_STEPS, PROGRESS_PATH, PROGRESS_PROMPT, TODO_TOOL
+from labkit.model import lab_summary as summarize
 
 DATA_TOOLS = scenario.tools()
 FILE_TOOLS = [t for t in FilesystemMiddleware().tools if t.name in ("read_file", "write_file")]

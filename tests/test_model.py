@@ -28,7 +28,8 @@ from langchain_core.tools import tool
 from pydantic import BaseModel
 
 from labkit import prompts, scenario
-from labkit.model import InvalidHistoryError, LabModel, summarize
+from labkit.model import InvalidHistoryError, LabModel
+from labkit.model import lab_summary as summarize
 from labkit.tokens import count_tokens, tool_schema_tokens
 
 DATA_TOOLS = scenario.tools()

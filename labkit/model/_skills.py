@@ -1,14 +1,11 @@
-"""What the lab model reads in deepagents' skills and memory sections (notebook 13).
+"""Used by: ``labkit.model.behaviour`` and ``labkit.model._writing``; ``labkit.model`` re-exports
+:func:`prompt_sections` (notebook 13 measures each section with it).
 
-Private to ``labkit.model``, except :func:`prompt_sections` (re-exported as
-``labkit.model.prompt_sections``; notebook 13 uses it to measure each section). It reads:
-
-* the system prompt split where deepagents' ``SkillsMiddleware`` and ``MemoryMiddleware``
-  appended to it;
-* the skill to read first — one whose listed description shares an acronym (``QBR``) with the
-  user's request — and the format (title, ``## `` headings) of a ``SKILL.md`` read into context;
-* the memory files inside ``<agent_memory>``, the preferences they hold (a TL;DR line, a Sources
-  line) applied to a draft, and a preference the user just stated ("From now on, ...").
+What the lab model reads in deepagents' skills and memory sections (notebook 13): the system
+prompt split where ``SkillsMiddleware`` and ``MemoryMiddleware`` appended to it; the skill to
+read first (its listed description shares an acronym, ``QBR``, with the request) and the format
+(title, ``## `` headings) of a ``SKILL.md`` in context; the memory files in ``<agent_memory>``,
+the preferences they hold (a TL;DR line, a Sources line), and one the user just stated.
 
 What it leaves out: any other skill or preference — the lab model matches these few patterns,
 it does not understand a skill's instructions.
@@ -22,7 +19,10 @@ from collections.abc import Sequence
 from langchain_core.messages import BaseMessage, HumanMessage
 
 from labkit import scenario as sc
-from labkit._lab_context import _View, _plain
+from labkit.model._context import View, plain
+
+__all__ = ["memory_sources", "prompt_sections", "skill_format", "skill_to_read", "stated_preference",
+           "with_preferences"]
 
 _SECTIONS = {"skills": "## Skills System", "memory": "<agent_memory>",
              "memory guidelines": "<memory_guidelines>"}
@@ -37,9 +37,9 @@ def prompt_sections(messages: Sequence[BaseMessage]) -> dict[str, str]:
     """The system prompt of a request, split where deepagents' middleware appended to it:
     ``prompt`` (the authored part), ``skills`` (SkillsMiddleware's section), ``memory``
     (MemoryMiddleware's ``<agent_memory>`` block) and ``memory guidelines``. Missing parts are
-    empty strings; no system message gives all empty."""
+    empty strings; no system message gives all empty. Notebook 13."""
     system = next((m for m in messages if m.type == "system"), None)
-    text = _plain(system) if system is not None else ""
+    text = plain(system) if system is not None else ""
     starts = sorted((text.find(marker), name) for name, marker in _SECTIONS.items()
                     if marker in text)
     out = dict.fromkeys(["prompt", *_SECTIONS], "")
@@ -49,20 +49,20 @@ def prompt_sections(messages: Sequence[BaseMessage]) -> dict[str, str]:
     return out
 
 
-def _memory_sources(view: _View) -> dict[str, str]:
-    """``path -> content`` of each memory file inside ``<agent_memory>`` (none if not loaded)."""
+def memory_sources(view: View) -> dict[str, str]:
+    """``path -> content`` of each memory file in ``<agent_memory>`` (none if not loaded). Notebook 13."""
     block = prompt_sections(view.messages)["memory"]
     body = block.removeprefix("<agent_memory>").split("</agent_memory>")[0].strip()
     parts = re.split(r"(?m)^(/\S+)\n\n", body)
     return {path: content.strip() for path, content in zip(parts[1::2], parts[2::2])}
 
 
-def _stated_preference(view: _View) -> tuple[int, str] | None:
-    """(position, rule) if the latest user message states a lasting preference."""
+def stated_preference(view: View) -> tuple[int, str] | None:
+    """(position, rule) if the latest user message states a lasting preference. Notebook 13."""
     for i in range(len(view.messages) - 1, -1, -1):
         m = view.messages[i]
         if isinstance(m, HumanMessage) and not m.additional_kwargs.get("lc_source"):
-            said = re.match(r"\s*from now on,\s*(.+?)\s*$", _plain(m), re.I | re.S)
+            said = re.match(r"\s*from now on,\s*(.+?)\s*$", plain(m), re.I | re.S)
             if not said:
                 return None
             rule = said.group(1)
@@ -70,16 +70,17 @@ def _stated_preference(view: _View) -> tuple[int, str] | None:
     return None
 
 
-def _skill_to_read(task: sc.Task | None, view: _View, names: list[str]) -> str | None:
+def skill_to_read(task: sc.Task | None, view: View, names: list[str]) -> str | None:
     """The SKILL.md to read first: listed in the prompt, sharing an acronym with the request,
-    not yet read (its read_file result is not in view), with a step of the task still to do."""
+    not yet read (its read_file result is not in view), with a step of the task still to do.
+    Notebook 13."""
     if task is None or "read_file" not in names:
         return None
     listed = list(_SKILL_LISTED.finditer(prompt_sections(view.messages)["skills"]))
     if not listed or all(s.evidence in view.text for s in task.steps):
         return None
-    asked = next((_plain(m) for m in reversed(view.messages)
-                  if m.type == "human" and task.marker in _plain(m)), "")
+    asked = next((plain(m) for m in reversed(view.messages)
+                  if m.type == "human" and task.marker in plain(m)), "")
     read = {c["args"].get("file_path") for c, _ in view.answered.values() if c["name"] == "read_file"}
     for skill in listed:
         shared = set(_ACRONYM.findall(skill["description"])) & set(_ACRONYM.findall(asked))
@@ -88,9 +89,9 @@ def _skill_to_read(task: sc.Task | None, view: _View, names: list[str]) -> str |
     return None
 
 
-def _skill_format(view: _View) -> tuple[str | None, list[str]] | None:
+def skill_format(view: View) -> tuple[str | None, list[str]] | None:
     """The format of the first ``SKILL.md`` read into context that has one: its title (or None)
-    and its ``## `` headings."""
+    and its ``## `` headings. Notebook 13."""
     for call, result in view.answered.values():
         path = str(call["args"].get("file_path", ""))
         if call["name"] != "read_file" or not path.endswith("/SKILL.md"):
@@ -102,9 +103,9 @@ def _skill_format(view: _View) -> tuple[str | None, list[str]] | None:
     return None
 
 
-def _with_preferences(draft: str, view: _View) -> str:
-    """The draft with each preference visible in ``<agent_memory>`` applied."""
-    memory = "\n".join(_memory_sources(view).values())
+def with_preferences(draft: str, view: View) -> str:
+    """The draft with each preference visible in ``<agent_memory>`` applied. Notebook 13."""
+    memory = "\n".join(memory_sources(view).values())
     lines = draft.rstrip("\n").split("\n")
     if _PREFERENCES["tldr"].search(memory):
         seen = sum(f"Market data export — {c['name']}" in view.text for c in sc.companies())

@@ -1,18 +1,14 @@
-"""What the lab model writes: its summary, the files its write steps produce, a researcher's reply.
+"""Used by: ``labkit.model.behaviour``; ``labkit.model`` re-exports :func:`lab_summary` (``labkit.replay``
+uses it).
 
-Private to ``labkit.model``. Every text is built from the context alone (a :class:`_View`), so
-what is missing from the context is missing from the text:
+What the lab model writes, each text built from the context alone (a ``View``), so what is
+missing from the context is missing from the text: :func:`lab_summary`, its extractive
+four-section summary (notebooks 07-11); the drafts of the running example's write steps
+(notebook 01: the weekly report — in a skill's format, with the memory's preferences, notebook
+13 — the risks note, the briefings); a subagent's reply (notebook 12: a short report, the raw
+dump, or the path of the notes it saved); the arguments of a forced or literal tool call.
 
-* :func:`summarize` — the extractive four-section summary (notebooks 07-11); re-exported as
-  ``labkit.model.summarize``;
-* the drafts of the running example's write steps (notebook 01): the weekly report — in a skill's
-  format when a ``SKILL.md`` is in view, with the memory's preferences (notebook 13) — the risks
-  note and the briefings;
-* a subagent's reply (notebook 12): a short research report, the raw dump, or the path of the
-  raw notes it saved;
-* the arguments of a forced or literal tool call: literal values or schema placeholders.
-
-What it leaves out: choosing when to write any of it — that is ``LabModel._act``.
+What it leaves out: choosing when to write any of it — that is ``behaviour.act``.
 """
 
 from __future__ import annotations
@@ -23,27 +19,31 @@ import re
 from typing import Any
 
 from labkit import scenario as sc
-from labkit._lab_context import _KPI, _PATHS, _View, _plain
-from labkit._lab_skills import _skill_format, _with_preferences
+from labkit.model._context import KPI, PATHS, View, plain
+from labkit.model._skills import skill_format, with_preferences
+
+__all__ = ["draft_file", "lab_summary", "literal_args", "noted_figure", "notes_to_write", "research_reply"]
 
 # -- the summary --------------------------------------------------------------------------------
 
 
-def summarize(text: str, keep_figures: bool = False) -> str:
+def lab_summary(text: str, keep_figures: bool = False) -> str:
     """The lab model's extractive four-section summary of a rendered history.
 
     It quotes the evidence of every step it finds (so the work is not redone), lists file paths,
-    and keeps each KPI's name — but drops its value unless ``keep_figures``.
+    and keeps each KPI's name — but drops its value unless ``keep_figures``. Notebook 07;
+    ``labkit.replay`` re-simulates a run's summaries with it. (Not to be confused with the
+    ``labkit.summarize`` module, the middleware that asks for a summary.)
     """
     found = sorted((text.find(t.marker), t) for t in sc.tasks() if t.marker in text)
     intent = "\n".join(f"- {t.request}" for _, t in found) or "None"
     steps = {s.key: s for t in sc.tasks() for s in t.steps}
     done = [s for s in steps.values() if s.evidence in text]
     lines = [f"- {s.evidence}: done ({s.tool})." for s in done]
-    for ticker, kpi, value in dict.fromkeys(_KPI.findall(text)):
+    for ticker, kpi, value in dict.fromkeys(KPI.findall(text)):
         lines.append(f"- kpi,{ticker},{kpi},{value}" if keep_figures
                      else f"- {ticker} {kpi}: reported (exact figure not kept)")
-    paths = list(dict.fromkeys(p.rstrip(".:") for p in _PATHS.findall(text)))
+    paths = list(dict.fromkeys(p.rstrip(".:") for p in PATHS.findall(text)))
     last = found[-1][1] if found else None
     todo = [s for s in (last.steps if last else ()) if s.evidence not in text]
     next_steps = "\n".join(f"- {s.tool}({json.dumps(s.args)})" for s in todo) or "None"
@@ -57,12 +57,12 @@ def summarize(text: str, keep_figures: bool = False) -> str:
 # -- the drafts ---------------------------------------------------------------------------------
 
 
-def _draft(task: sc.Task, step: sc.Step, view: _View) -> str:
-    """The file a write step produces, built from what is visible."""
+def draft_file(task: sc.Task, step: sc.Step, view: View) -> str:
+    """The file a write step produces, built from what is visible. Notebook 01."""
     if task.key == "report":
-        skill = _skill_format(view)
+        skill = skill_format(view)
         draft = _draft_formatted(view.text, *skill) if skill else _draft_report(view.text)
-        return _with_preferences(draft, view)
+        return with_preferences(draft, view)
     if task.key == "risks":
         return _draft_risks(view.text)
     ticker = step.args["file_path"].rsplit("/", 1)[-1].removesuffix(".md")
@@ -134,19 +134,19 @@ def _headline(name: str, text: str) -> str | None:
 
 def _research_report(ticker: str, text: str) -> str:
     c = next(c for c in sc.companies() if c["ticker"] == ticker)
-    kpis = [f"{k}={v}" for t, k, v in dict.fromkeys(_KPI.findall(text)) if t == ticker]
+    kpis = [f"{k}={v}" for t, k, v in dict.fromkeys(KPI.findall(text)) if t == ticker]
     news = _headline(c["name"], text)
     return (f"{c['name']} ({ticker}) — research notes\n"
             f"- Market data export — {c['name']} ({ticker}): KPIs {', '.join(kpis) or 'not found'}\n"
             f"- News digest — {c['name']} ({ticker}): {news or 'no headline found'}")
 
 
-def _raw_results(view: _View) -> str:
+def _raw_results(view: View) -> str:
     return "\n\n".join(r for c, r in view.answered.values()
                        if c["name"] in ("fetch_market_data", "search_news"))
 
 
-def _notes_path(ticker: str, view: _View) -> str | None:
+def _notes_path(ticker: str, view: View) -> str | None:
     """Where a researcher was asked to save its raw notes: its company's file, the one file all
     researchers share, or nowhere."""
     if sc.SHARED_NOTES_INSTRUCTION in view.text:
@@ -154,8 +154,9 @@ def _notes_path(ticker: str, view: _View) -> str | None:
     return sc.notes_path(ticker) if sc.NOTES_INSTRUCTION in view.text else None
 
 
-def _notes_to_write(task: sc.Task, view: _View, names: list[str]) -> dict | None:
-    """A researcher asked for raw notes in a file writes them once, after its research steps."""
+def notes_to_write(task: sc.Task, view: View, names: list[str]) -> dict | None:
+    """A researcher asked for raw notes in a file writes them once, after its research steps.
+    Notebook 12."""
     if not task.key.startswith("research:") or "write_file" not in names:
         return None
     path = _notes_path(task.key.split(":")[1], view)
@@ -164,8 +165,9 @@ def _notes_to_write(task: sc.Task, view: _View, names: list[str]) -> dict | None
     return {"file_path": path, "content": _raw_results(view)}
 
 
-def _research_reply(ticker: str, view: _View, raw: bool) -> str:
-    """What a researcher returns: the short report, or the raw dump; with notes saved, the path."""
+def research_reply(ticker: str, view: View, raw: bool) -> str:
+    """What a researcher returns: the short report, or the raw dump; with notes saved, the path.
+    Notebook 12."""
     path = _notes_path(ticker, view) or sc.notes_path(ticker)
     saved = f"Updated file {path}" in view.text
     if saved and raw:
@@ -179,8 +181,8 @@ def _research_reply(ticker: str, view: _View, raw: bool) -> str:
     return f"{report}\n- Raw notes: {path}" if saved else report
 
 
-def _noted_figure(n: sc.Needle, text: str) -> str | None:
-    """The needle's value as a subagent's research notes quote it (``kpi=value``)."""
+def noted_figure(n: sc.Needle, text: str) -> str | None:
+    """The needle's value as a subagent's research notes quote it (``kpi=value``). Notebook 12."""
     m = re.search(rf"\({n.ticker}\): KPIs [^\n]*\b{n.kpi}=(\d+(?:\.\d+)?%)", text)
     return m.group(1) if m else None
 
@@ -188,13 +190,13 @@ def _noted_figure(n: sc.Needle, text: str) -> str | None:
 # -- the arguments of a forced or literal call --------------------------------------------------
 
 
-def _literal_args(schema: dict, view: _View) -> dict:
+def literal_args(schema: dict, view: View) -> dict:
     """Arguments for a forced or literal call: those written as ``name(...)`` in the last human
-    message, else the schema's defaults or visible placeholders."""
+    message, else the schema's defaults or visible placeholders. Notebook 01."""
     fn = schema["function"]
     props = fn.get("parameters", {}).get("properties", {})
     order = list(props)
-    humans = [_plain(m) for m in view.messages if m.type == "human"]
+    humans = [plain(m) for m in view.messages if m.type == "human"]
     args: dict[str, Any] = {}
     m = re.search(rf"\b{re.escape(fn['name'])}\s*\(([^()]*)\)", humans[-1] if humans else "")
     if m:

@@ -1,15 +1,10 @@
-"""The lab model's goal anchors: a todo list and a progress file (notebook 14).
+"""Used by: ``labkit.model.behaviour`` (and ``labkit.model``, which re-exports the two constants).
 
-Private to ``labkit.model``; ``TODO_TOOL`` and ``ANCHOR_MIN_STEPS`` are re-exported there, next
-to ``PROGRESS_PATH`` and ``PROGRESS_PROMPT`` from ``labkit.prompts`` (``labkit.evals`` and
-notebook 14 import them). For a task of ``ANCHOR_MIN_STEPS`` or more steps, these helpers say:
-
-* what to write — the todo list (the user's request first, then one item per step, statuses from
-  the evidence in view) and the progress file (the goal, then the evidence of each step done);
-* what the anchors still show — the latest accepted ``write_todos`` call, the progress file as
-  last written or read — so the goal and the steps done survive a summary that lost them;
-* which anchor call is due before the next step, and the one read of the progress file before
-  the model says it has lost track.
+The lab model's goal anchors, a todo list and a progress file (notebook 14), for a task of
+``ANCHOR_MIN_STEPS`` or more steps: what to write (the request, then each step with its status;
+the goal, then the evidence of each step done), what the anchors still show when a summary lost
+the goal, which anchor call is due before the next step, and the one read of the progress file
+before the model says it has lost track. ``labkit.evals`` and notebook 14 use the constants.
 
 What it leaves out: the tools themselves — ``write_todos`` is langchain's ``TodoListMiddleware``,
 the file tools are deepagents'; the instruction that turns the file on is
@@ -22,8 +17,10 @@ import ast
 import re
 
 from labkit import scenario as sc
-from labkit._lab_context import _View, _plain
+from labkit.model._context import View, plain
 from labkit.prompts import PROGRESS_PATH
+
+__all__ = ["ANCHOR_MIN_STEPS", "TODO_TOOL", "anchor_call", "anchored_task", "done_steps", "recall_call"]
 
 TODO_TOOL = "write_todos"  # langchain's TodoListMiddleware adds it; deepagents does not by default
 # write_todos' own description: "If the user's request is trivial and takes less than 3 steps,
@@ -31,9 +28,9 @@ TODO_TOOL = "write_todos"  # langchain's TodoListMiddleware adds it; deepagents 
 ANCHOR_MIN_STEPS = 3
 
 
-def _progress_on(view: _View) -> bool:
+def _progress_on(view: View) -> bool:
     """The progress-file anchor is on when a system message names the file."""
-    return any(m.type == "system" and PROGRESS_PATH in _plain(m) for m in view.messages)
+    return any(m.type == "system" and PROGRESS_PATH in plain(m) for m in view.messages)
 
 
 def _todo_item(step: sc.Step) -> str:
@@ -57,7 +54,7 @@ def _progress_text(task: sc.Task, done: set[str]) -> str:
     return f"# Progress\n\nGoal: {task.request}\n\nDone:\n" + "\n".join(lines) + "\n"
 
 
-def _latest_todos(view: _View) -> list[dict] | None:
+def _latest_todos(view: View) -> list[dict] | None:
     """The todo list of the latest write_todos call the tool accepted, if it is still visible.
     (TodoListMiddleware keeps the list in state but never shows it to the model: the model sees
     only its own call and the tool's answer.)"""
@@ -73,7 +70,7 @@ def _latest_todos(view: _View) -> list[dict] | None:
     return None
 
 
-def _latest_progress(view: _View) -> str | None:
+def _latest_progress(view: View) -> str | None:
     """The progress file as last seen: the latest write_file to it, or read_file of it."""
     for call, result in reversed(view.answered.values()):
         path = call["args"].get("file_path")
@@ -86,7 +83,7 @@ def _latest_progress(view: _View) -> str | None:
     return None
 
 
-def _read_progress(view: _View) -> bool:
+def _read_progress(view: View) -> bool:
     """Is a read of the progress file still in view? (Then it is not read again.)"""
     return any(c["name"] == "read_file" and c["args"].get("file_path") == PROGRESS_PATH
                for c, _ in view.answered.values())
@@ -102,9 +99,9 @@ def _progress_task(text: str) -> sc.Task | None:
     return _task_named(m.group(1)) if m else None
 
 
-def _anchored_task(view: _View) -> sc.Task | None:
+def anchored_task(view: View) -> sc.Task | None:
     """The goal an anchor carries, for when no request or summary intent is visible: the first
-    item of the latest todo list, or the Goal line of the progress file."""
+    item of the latest todo list, or the Goal line of the progress file. Notebook 14."""
     todos = _latest_todos(view)
     if todos:
         task = _task_named(str(todos[0].get("content", "")))
@@ -113,18 +110,18 @@ def _anchored_task(view: _View) -> sc.Task | None:
     return _progress_task(_latest_progress(view) or "")
 
 
-def _done_steps(task: sc.Task, view: _View) -> set[str]:
+def done_steps(task: sc.Task, view: View) -> set[str]:
     """Steps whose evidence is visible (a result, a summary line, a progress-file line), or that
-    the latest todo list marks completed."""
+    the latest todo list marks completed. Notebook 14."""
     done = {s.key for s in task.steps if s.evidence in view.text}
     completed = {str(t.get("content")) for t in _latest_todos(view) or () if t.get("status") == "completed"}
     return done | {s.key for s in task.steps if _todo_item(s) in completed}
 
 
-def _anchor_call(task: sc.Task, view: _View, names: list[str], done: set[str]) -> tuple | None:
+def anchor_call(task: sc.Task, view: View, names: list[str], done: set[str]) -> tuple | None:
     """The anchor update due before the next step, as (tool, args): write the todo list if it is
     not the one visible; with the progress file on, read it first if it is not in view, then
-    rewrite it if it is out of date."""
+    rewrite it if it is out of date. Notebook 14."""
     if len(task.steps) < ANCHOR_MIN_STEPS:
         return None
     if TODO_TOOL in names and _latest_todos(view) != _todo_list(task, done):
@@ -140,8 +137,8 @@ def _anchor_call(task: sc.Task, view: _View, names: list[str], done: set[str]) -
     return None
 
 
-def _recall_call(view: _View, names: list[str]) -> tuple | None:
-    """Lost the goal, with the progress file on: read it once before giving up."""
+def recall_call(view: View, names: list[str]) -> tuple | None:
+    """Lost the goal, with the progress file on: read it once before giving up. Notebook 14."""
     if _progress_on(view) and "read_file" in names and not _read_progress(view):
         return "read_file", {"file_path": PROGRESS_PATH}
     return None
