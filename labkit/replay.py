@@ -18,14 +18,21 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
-from langchain_core.messages import AIMessage, BaseMessage, ToolMessage, get_buffer_string
+from langchain_core.messages import BaseMessage, get_buffer_string
 
-from labkit.summarize import (Event, SummarizeMiddleware, archive_path, next_fold, section_id, summary_message,
-                              summary_prompt)
 from labkit._sizes import check_limit
 from labkit._synthetic import synthetic_run
 from labkit.model import lab_summary
 from labkit.scenario import needle
+from labkit.summarize import (
+    Event,
+    SummarizeMiddleware,
+    archive_path,
+    next_fold,
+    section_id,
+    summary_message,
+    summary_prompt,
+)
 from labkit.tokens import PRICES, TokenCounter, cost, message_text
 from labkit.trace import KINDS, MESSAGE_KINDS, CallRecord, kind_of
 
@@ -134,12 +141,13 @@ class Replay:
 
     ``seen[i]`` — tokens of model call ``i`` of the trajectory after compaction (the retry's, after
     an overflow); ``events`` — ``summarize.Event`` objects, ``event_calls`` the call each happened
-    at, ``event_records`` the first record that saw it; ``overflow`` — the first call whose request did not fit the window (rescued by the
-    fallback or not); ``died_at`` — the call where the run would end, or ``None`` (an event made
-    on that call is listed, and its summary call paid for, though a real run's state would not
-    keep it: the error ends the step); ``needle`` — one of ``NEEDLE_OUTCOMES``: the needle's line is
-    ``visible`` at the final call (kept, or quoted by a summary), folded into the ``archive``,
-    ``lost`` (folded, no archive), ``absent`` (never fetched), or the run died (``overflow``).
+    at, ``event_records`` the first record that saw it; ``overflow`` — the first call whose
+    request did not fit the window (rescued by the fallback or not); ``died_at`` — the call where
+    the run would end, or ``None`` (an event made on that call is listed, and its summary call
+    paid for, though a real run's state would not keep it: the error ends the step); ``needle``
+    — one of ``NEEDLE_OUTCOMES``: the needle's line is ``visible`` at the final call (kept, or
+    quoted by a summary), folded into the ``archive``, ``lost`` (folded, no archive), ``absent``
+    (never fetched), or the run died (``overflow``).
     """
 
     knobs: dict[str, Any]
@@ -197,7 +205,8 @@ def _summary(t: Trajectory, shown: list[BaseMessage], last: Event | None, cut: i
         text = "\n".join(head + t.xml[first:absolute])
         template = t.memo.get(("template", keep_figures))
         if template is None:
-            template = t.memo[("template", keep_figures)] = t.counter.text(summary_prompt([], keep_figures)) + 3
+            template = t.counter.text(summary_prompt([], keep_figures)) + 3
+            t.memo[("template", keep_figures)] = template
         n_in = template + t.xml_prefix[absolute] - t.xml_prefix[first] + (
             t.counter.text(head[0]) if head else 0)
         summary = lab_summary(text, keep_figures=keep_figures)
