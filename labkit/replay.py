@@ -54,6 +54,7 @@ class Trajectory:
     prompt + tool schema tokens; ``prefix[k]`` the BPE tokens of ``messages[:k]`` (each message
     as ``TokenCounter.message`` counts it); ``by_kind[kind][k]`` the same per kind;
     ``needle_at`` the messages holding the needle's exact line.
+    Notebook 09.
     """
 
     messages: list[BaseMessage]
@@ -91,7 +92,7 @@ def _calls_of(records: Sequence[CallRecord]) -> list[CallRecord]:
 
 def trajectory(run: Any, counter: TokenCounter | None = None) -> Trajectory:
     """Measure a recorded run once (``scenario.Run``, or anything with ``messages`` and
-    ``records``): per-message tokens, prefix sums, the calls and their fixed part."""
+    ``records``): per-message tokens, prefix sums, the calls and their fixed part. Notebook 09."""
     messages = list(getattr(run, "messages", None) or [])
     records = getattr(run, "records", None)
     if not messages or not records:
@@ -148,6 +149,7 @@ class Replay:
     — one of ``NEEDLE_OUTCOMES``: the needle's line is ``visible`` at the final call (kept, or
     quoted by a summary), folded into the ``archive``, ``lost`` (folded, no archive), ``absent``
     (never fetched), or the run died (``overflow``).
+    Notebook 07.
     """
 
     knobs: dict[str, Any]

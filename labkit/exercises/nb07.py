@@ -22,7 +22,7 @@ FALLBACK = 170_000
 @lru_cache(maxsize=64)
 def refused(n: int) -> tuple[int, int] | None:
     """``(model call, tokens)`` of the first request the model refused with
-    ``SummarizeMiddleware(trigger=("tokens", n))`` on a no-profile 128k model, or ``None``."""
+    ``SummarizeMiddleware(trigger=("tokens", n))`` on a no-profile 128k model, or ``None``. Notebook 07."""
     from labkit import scenario
     from labkit.model import LabModel
     from labkit.summarize import SummarizeMiddleware

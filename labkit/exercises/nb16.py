@@ -19,7 +19,7 @@ WINDOW = 60_000
 
 
 def patient():
-    """The sick run: ``(model, run)`` of the scenario under create_deep_agent's defaults."""
+    """The sick run: ``(model, run)`` of the scenario under create_deep_agent's defaults. Notebook 16."""
     from labkit import scenario
     from labkit.model import LabModel
 
@@ -28,7 +28,7 @@ def patient():
 
 
 def treated(answer):
-    """``(model, run)`` of the same scenario with ``answer(model)`` as the middleware."""
+    """``(model, run)`` of the same scenario with ``answer(model)`` as the middleware. Notebook 16."""
     from labkit import scenario
     from labkit.model import LabModel
 

@@ -32,7 +32,7 @@ _CLOSE = "\n</section>\n"
 
 def conversation_key(messages: Sequence[BaseMessage]) -> str:
     """Twelve hex characters naming a conversation: a hash of its first message's id (langgraph
-    gives every message in state one), or of its type and text when it has none."""
+    gives every message in state one), or of its type and text when it has none. Notebook 09."""
     if not messages:
         return "empty"
     first = messages[0]
@@ -41,12 +41,12 @@ def conversation_key(messages: Sequence[BaseMessage]) -> str:
 
 
 def section_id(messages: Sequence[BaseMessage], number: int) -> str:
-    """The id of compaction ``number`` of the conversation whose state is ``messages``."""
+    """The id of compaction ``number`` of the conversation whose state is ``messages``. Notebook 09."""
     return f"{conversation_key(messages)}-{number}"
 
 
 def archive_path(thread_id: str, agent: str | None = None, conversation: str | None = None) -> str:
-    """The top-level agent's archive for a thread, or, with ``agent``, a subagent's own file."""
+    """The top-level agent's archive for a thread, or, with ``agent``, a subagent's own file. Notebook 09."""
     thread = safe_name(thread_id or "default")
     if agent is None:
         return f"{HISTORY_DIR}/{thread}.md"
@@ -55,7 +55,7 @@ def archive_path(thread_id: str, agent: str | None = None, conversation: str | N
 
 def archive_section(messages: Sequence[BaseMessage], number: int, first: int,
                     when: dt.datetime | None = None, *, section: str) -> str:
-    """One dated section holding the folded messages (rendered as XML), tagged with its id."""
+    """One dated section holding the folded messages (rendered as XML), tagged with its id. Notebook 09."""
     when = when or dt.datetime.now(dt.timezone.utc)
     last = first + len(messages) - 1
     return (f"## Compaction {number} — {when.isoformat(timespec='seconds')} — messages "
@@ -65,7 +65,7 @@ def archive_section(messages: Sequence[BaseMessage], number: int, first: int,
 
 def with_section(archive: str, section: str, text: str) -> str:
     """``archive`` with ``text`` in place of the section whose id is ``section``, or appended
-    when there is none. Nothing else in the file is touched."""
+    when there is none. Nothing else in the file is touched. Notebook 09."""
     tag = f"\n<section id={quoteattr(section)}>\n"
     at = archive.find(tag)
     if at < 0:
@@ -87,7 +87,7 @@ _LOCKS_GUARD = threading.Lock()
 def write_section(backend: Any, path: str, section: str, text: str) -> Any:
     """Put ``text`` in the archive at ``path`` as section ``section``; ``None``, or the error. An
     archive that exists but cannot be read is never overwritten; two writers in this process
-    never interleave their read and write."""
+    never interleave their read and write. Notebook 09."""
     with _LOCKS_GUARD:
         lock = _LOCKS.setdefault((id(backend), path), threading.Lock())
     with lock:
@@ -108,7 +108,7 @@ def _write_section(backend: Any, path: str, section: str, text: str) -> Any:
 def archive_owner() -> tuple[str, str | None]:
     """Whose archive this is: ``(thread id, None)`` for the top-level agent, ``(thread id, agent
     name)`` inside a subagent — a run nested in a tool call of another agent, as deepagents'
-    ``task`` and ``labkit.isolate`` start them (they share the parent's thread id)."""
+    ``task`` and ``labkit.isolate`` start them (they share the parent's thread id). Notebook 09."""
     try:
         config = get_config()
     except RuntimeError:
@@ -122,13 +122,13 @@ def archive_owner() -> tuple[str, str | None]:
 
 def state_messages(request: Any) -> list[BaseMessage]:
     """The messages as the agent's state holds them (an outer middleware may have changed the
-    request's copies, e.g. offload shortening old write_file arguments)."""
+    request's copies, e.g. offload shortening old write_file arguments). Notebook 11."""
     state = getattr(request, "state", None)
     return list(state.get("messages") or []) if isinstance(state, Mapping) else []
 
 
 def as_stored(folded: Sequence[BaseMessage], messages: Sequence[BaseMessage]) -> list[BaseMessage]:
     """Each folded message replaced by the stored message with the same id, where there is one:
-    the archive keeps every word the agent has, whatever the request showed."""
+    the archive keeps every word the agent has, whatever the request showed. Notebook 11."""
     by_id = {m.id: m for m in messages if m.id}
     return [by_id.get(m.id, m) if m.id else m for m in folded]

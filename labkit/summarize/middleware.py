@@ -62,6 +62,7 @@ class SummarizeMiddleware(AgentMiddleware):
 
     The middleware is named ``SummarizationMiddleware``, so ``create_deep_agent(middleware=[...])``
     puts it in place of deepagents' own. It works in sync and async runs (``ainvoke``, ``astream``).
+    Notebook 07.
     """
 
     name = "SummarizationMiddleware"

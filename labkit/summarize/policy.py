@@ -53,7 +53,7 @@ class Event:
     """One compaction: ``messages[:cut]`` are folded into ``summary``; the folded messages (not
     earlier summaries) are archived in ``archive``, in the section whose id is ``section``.
     ``created_at`` is the number of messages in state when it happened; ``number`` counts
-    compactions in the conversation."""
+    compactions in the conversation. Notebook 09."""
 
     cut: int
     summary: str
@@ -65,7 +65,7 @@ class Event:
 
 
 def defaults(model: Any) -> tuple[tuple, tuple]:
-    """(trigger, keep) for a model: fractions with a profile, deepagents' fallback without."""
+    """(trigger, keep) for a model: fractions with a profile, deepagents' fallback without. Notebook 07."""
     profile = getattr(model, "profile", None)
     if isinstance(profile, dict) and isinstance(profile.get("max_input_tokens"), int):
         return ("fraction", 0.85), ("fraction", 0.10)
@@ -73,7 +73,7 @@ def defaults(model: Any) -> tuple[tuple, tuple]:
 
 
 def should_compact(tokens: int, n_messages: int, trigger: tuple, window: int | None) -> bool:
-    """Has the request reached the trigger? (A fraction with no window never fires.)"""
+    """Has the request reached the trigger? (A fraction with no window never fires.) Notebook 07."""
     if trigger[0] == "messages":
         return n_messages >= trigger[1]
     threshold = size_threshold(trigger, window)
@@ -82,7 +82,7 @@ def should_compact(tokens: int, n_messages: int, trigger: tuple, window: int | N
 
 def safe_cut(messages: Sequence[BaseMessage], cut: int) -> int:
     """Move ``cut`` back so it does not fall between an AI message's tool calls and their results:
-    if ``messages[cut]`` is a tool result, the cut moves to the AI message that made the call."""
+    if ``messages[cut]`` is a tool result, the cut moves to the AI message that made the call. Notebook 08."""
     cut = max(0, min(cut, len(messages)))
     while 0 < cut < len(messages) and isinstance(messages[cut], ToolMessage):
         cut -= 1
@@ -96,6 +96,7 @@ def cut_point(messages: Sequence[BaseMessage], keep: tuple, window: int | None,
     For a token budget, the smallest cut whose suffix fits is found by binary search over the
     suffix sums (at most ``log2(n)`` steps). ``start`` is the first message that may be folded
     (1 when ``messages[0]`` is the previous summary). Returns ``start`` when nothing can be folded.
+    Notebook 08.
     """
     n = len(messages)
     if keep[0] == "messages":
@@ -167,14 +168,14 @@ def next_fold(messages: Sequence[BaseMessage], events: Sequence[Event], request_
 
 
 def view(messages: Sequence[BaseMessage], event: Event | None) -> list[BaseMessage]:
-    """What the model sees: the summary, then every message from the cut on."""
+    """What the model sees: the summary, then every message from the cut on. Notebook 09."""
     if event is None:
         return list(messages)
     return [summary_message(event), *messages[event.cut:]]
 
 
 def summary_message(event: Event) -> HumanMessage:
-    """The message that stands for everything before the cut."""
+    """The message that stands for everything before the cut. Notebook 09."""
     where = (f"The folded messages are archived, word for word, in {event.archive} — read or grep "
              "that file when you need an exact detail.\n\n") if event.archive else ""
     text = (f"This conversation was compacted (compaction {event.number}): its first "
@@ -184,12 +185,12 @@ def summary_message(event: Event) -> HumanMessage:
 
 
 def summary_prompt(messages: Sequence[BaseMessage], keep_figures: bool = False) -> str:
-    """The prompt sent to the summarizer: the four sections, then the history as XML."""
+    """The prompt sent to the summarizer: the four sections, then the history as XML. Notebook 10."""
     fidelity = prompts.KEEP_FIGURES if keep_figures else ""
     return prompts.SUMMARY_PROMPT.format(messages=get_buffer_string(list(messages), format="xml"),
                                          fidelity=fidelity)
 
 
 def events_of(state: dict) -> list[Event]:
-    """The compaction events recorded in a run's state, oldest first."""
+    """The compaction events recorded in a run's state, oldest first. Notebook 09."""
     return [Event(**e) for e in state.get(EVENTS_KEY) or []]
