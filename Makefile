@@ -1,8 +1,9 @@
 # labkit — two commands for a fresh machine that has only Python >= 3.11 and make:
 #
 #   make lab     set everything up, then open JupyterLab on notebooks/
-#   make test    set everything up, then run the whole test suite (what CI runs; under CI, as
-#                root, it also apt-get installs Debian's chromium for the browser test)
+#   make test    set everything up, then lint (ruff, configured in pyproject.toml) and run the whole
+#                test suite (what CI runs; under CI, as root, it also apt-get installs Debian's
+#                chromium for the browser test)
 #
 # Setup, done once and redone only when uv.lock or pyproject.toml changes:
 #   1. check that $(PYTHON) is Python >= 3.11;
@@ -48,6 +49,7 @@ test: $(SYNCED)
 	  echo "CI: installing Debian's chromium for the browser test (apt-get install chromium)"; \
 	  set -x; apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; \
 	fi
+	$(VENV)/bin/ruff check labkit tests bench scripts
 	$(VENV)/bin/python -m pytest -n $(PYTEST_JOBS) --dist loadfile $(PYTEST_ARGS)
 
 setup: $(SYNCED)

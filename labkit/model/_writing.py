@@ -74,7 +74,7 @@ def draft_file(task: sc.Task, step: sc.Step, view: View) -> str:
 
 
 def _draft_report(text: str) -> str:
-    out = [f"# Weekly competitor report — {sc._meta()['week']}",
+    out = [f"# Weekly competitor report — {sc.meta()['week']}",
            "_Built from the fictional labkit data set._", ""]
     for c in sc.companies():
         out.append(f"## {c['name']} ({c['ticker']})")
@@ -87,7 +87,7 @@ def _draft_report(text: str) -> str:
 
 
 def _draft_formatted(text: str, title: str | None, headings: list[str]) -> str:
-    week = sc._meta()["week"]
+    week = sc.meta()["week"]
     out = [(title or "# Competitor report — <week>").replace("<week>", week),
            "_Built from the fictional labkit data set, in the format its skill asks for._", ""]
     companies = sc.companies()

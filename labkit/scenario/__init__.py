@@ -13,13 +13,13 @@ What it leaves out: deciding what to do next — that is the model's.
 
 from labkit.scenario.data import (
     Needle,
-    _meta,  # not public: labkit._lab_writing reads the week from it
     companies,
     data_dir,
     export_text,
     memory_files,
     memory_store,
     memory_text,
+    meta,
     needle,
     news_text,
     skill_files,
@@ -93,6 +93,7 @@ __all__ = [
     "memory_files",
     "memory_store",
     "memory_text",
+    "meta",
     "needle",
     "news_text",
     "notes_path",

@@ -63,13 +63,14 @@ def data_dir() -> Path:
 
 
 @cache
-def _meta() -> dict[str, Any]:
+def meta() -> dict[str, Any]:
+    """The data set's header: the week, the companies and the needle (data/companies.json). Notebook 01."""
     return json.loads((data_dir() / "companies.json").read_text(encoding="utf-8"))
 
 
 def companies() -> list[dict[str, str]]:
     """The five fictional competitors: ``name``, ``ticker``, ``sector``. Notebook 01."""
-    return list(_meta()["companies"])
+    return list(meta()["companies"])
 
 
 def _ticker(value: str) -> str:
@@ -104,7 +105,7 @@ class Needle:
 
 def needle() -> Needle:
     """The needle: one exact KPI from the first export, and the question that needs it. Notebook 01."""
-    n = _meta()["needle"]
+    n = meta()["needle"]
     return Needle(n["ticker"], n["kpi"], n["value"])
 
 

@@ -82,7 +82,9 @@ def test_naive_run_overflows_a_128k_window(overflow_128k):
 
 def test_score_counts_repeats_and_reads_only_the_final_answer():
     """A hand-made run: BRLM fetched twice, and a wrong final answer after a right one."""
-    ai = lambda i, t: AIMessage("", tool_calls=[{"name": "fetch_market_data", "args": {"ticker": t}, "id": f"c{i}"}])
+    def ai(i, t):
+        return AIMessage("", tool_calls=[{"name": "fetch_market_data", "args": {"ticker": t}, "id": f"c{i}"}])
+
     msgs = [HumanMessage(scenario.REQUEST), ai(1, "BRLM"), ai(2, "brightloom"), ai(3, "CRVD"),
             HumanMessage(scenario.NEEDLE_QUESTION), AIMessage("It was 117.4%."), AIMessage("I don't know.")]
     s = scenario.score(scenario.Run(messages=msgs, files={}))
@@ -128,7 +130,9 @@ def test_peak_matches_the_records_of_a_real_run(window):
 
 
 def test_tool_calls_in_order_and_by_tool():
-    call = lambda i, name, **args: {"name": name, "args": args, "id": f"c{i}", "type": "tool_call"}
+    def call(i, name, **args):
+        return {"name": name, "args": args, "id": f"c{i}", "type": "tool_call"}
+
     grep = call(3, "grep", pattern="net_revenue", path="/large_tool_results/x")
     msgs = [HumanMessage(scenario.REQUEST),
             AIMessage("", tool_calls=[call(1, "fetch_market_data", ticker="BRLM"),
