@@ -67,9 +67,10 @@ def main() -> None:
     reference = median_ms(real_run, max(3, args.repeats // 3))
     print(f"trajectory: {len(traj.calls)} model calls, {len(traj.messages)} messages, "
           f"{traj.prefix[-1]:,} tokens in state at the end")
-    print(f"  synthetic_run {built * 1000:.0f} ms, trajectory() {measured * 1000:.0f} ms (once per recording)")
-    print(f"reference: one real scenario.run under SummarizeMiddleware ({real_calls} calls): {reference:.0f} ms "
-          f"(median of {max(3, args.repeats // 3)})")
+    print(f"  synthetic_run {built * 1000:.0f} ms, trajectory() {measured * 1000:.0f} ms "
+          "(once per recording)")
+    print(f"reference: one real scenario.run under SummarizeMiddleware ({real_calls} calls): "
+          f"{reference:.0f} ms (median of {max(3, args.repeats // 3)})")
     print()
     print(f"{'setting':<46}{'events':>7}{'cold ms':>9}{'warm ms':>9}{'+figure ms':>12}{'cold/real':>11}")
     for name, knobs in SETTINGS:

@@ -78,7 +78,8 @@ def main() -> None:
     for window in windows:
         rows = {
             "naive": measure(evals.Setting("naive", offload=False, summarize=False, window=window)),
-            "deepagents": measure(evals.Setting("deepagents defaults", middleware="deepagents", window=window)),
+            "deepagents": measure(evals.Setting("deepagents defaults", middleware="deepagents",
+                                                window=window)),
             "labkit": measure(evals.Setting("labkit recommended", window=window)),
         }
         print()
@@ -89,7 +90,8 @@ def main() -> None:
         lab, deep = rows["labkit"], rows["deepagents"]
         sent = {name: r["tokens sent"] / unbounded["tokens sent"] for name, r in rows.items()}
         print(f"tokens sent / naive (1M window): labkit {sent['labkit']:.2f}, deepagents "
-              f"{sent['deepagents']:.2f}; labkit / deepagents: {lab['tokens sent'] / deep['tokens sent']:.2f}")
+              f"{sent['deepagents']:.2f}; labkit / deepagents: "
+              f"{lab['tokens sent'] / deep['tokens sent']:.2f}")
         print(f"largest request / naive (1M window): labkit "
               f"{lab['largest request'] / unbounded['largest request']:.2f}, deepagents "
               f"{deep['largest request'] / unbounded['largest request']:.2f}; labkit / deepagents: "

@@ -141,8 +141,10 @@ def test_a_read_that_missed_does_not_count_and_the_one_that_hit_does():
 def test_the_needle_from_context_lost_or_never_asked():
     assert evals.needle_source(_needle_run()) == "context"
     assert evals.needle_source(_needle_run(answer="I can't find it.")) == "lost"
-    assert evals.needle_source(scenario.Run(messages=[HumanMessage(scenario.REQUEST)], files={})) == "not asked"
-    assert set(evals.NEEDLE_SOURCES) >= {"context", "archive", "offload file", "other file", "lost", "not asked"}
+    assert (evals.needle_source(scenario.Run(messages=[HumanMessage(scenario.REQUEST)], files={}))
+            == "not asked")
+    assert set(evals.NEEDLE_SOURCES) >= {"context", "archive", "offload file", "other file", "lost",
+                                         "not asked"}
 
 
 # -- trials, rows and the grid --------------------------------------------------------------------
@@ -195,7 +197,8 @@ def test_the_needle_comes_back_from_the_file_that_held_it(trials):
     assert r["naive"]["needle from"] == "context"
     assert r["recommended"]["needle from"] == r["recommended 10%"]["needle from"] == "offload file"
     assert r["summarize 10%"]["needle from"] == "archive"
-    assert r["summarize 10%, no archive"]["needle from"] == "lost" and not r["summarize 10%, no archive"]["needle"]
+    assert (r["summarize 10%, no archive"]["needle from"] == "lost"
+            and not r["summarize 10%, no archive"]["needle"])
 
 
 def test_deepagents_constructor_trim_loses_the_goal_and_repeats_work(trials):
@@ -215,7 +218,8 @@ def test_the_recommended_setting_sends_fewer_tokens_than_deepagents_defaults_and
 
 
 def test_grid_is_row_of_trial_in_order():
-    settings = [Setting("recommended"), Setting("no offload", offload=False, summarize=False, window=1_000_000)]
+    settings = [Setting("recommended"),
+                Setting("no offload", offload=False, summarize=False, window=1_000_000)]
     got = evals.grid(settings)
     assert [g["setting"] for g in got] == ["recommended", "no offload"]
     assert got[0] == evals.row(settings[0], *evals.trial(settings[0]))

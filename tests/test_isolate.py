@@ -265,7 +265,8 @@ def test_a_block_is_forgotten_once_all_its_calls_have_finished():
     """However long the run, the middleware holds claims only for blocks still running — not a
     fixed number of recent ones, which a busy server could push out while a child still runs."""
     iso = IsolateMiddleware(LabModel(), [general_purpose()])
-    agent, _ = _parent([_fan(["Please run write_file('/a.md', 'one')", "Please run write_file('/b.md', 'two')"]),
+    agent, _ = _parent([_fan(["Please run write_file('/a.md', 'one')",
+                              "Please run write_file('/b.md', 'two')"]),
                         _fan(["Please run write_file('/a.md', 'three')"])], iso)
     state = _invoke(agent)
     assert [m.status for m in state["messages"] if isinstance(m, ToolMessage)] == ["success"] * 3
@@ -334,7 +335,8 @@ def test_files_go_down_to_the_child_and_its_writes_come_back():
     seed = {"/notes/seed.txt": create_file_data("the seed says 42")}
     iso = IsolateMiddleware(LabModel(), [general_purpose()])
     agent, _ = _parent([
-        _task({"description": 'Please run read_file("/notes/seed.txt")', "subagent_type": "general-purpose"}, "t1"),
+        _task({"description": 'Please run read_file("/notes/seed.txt")',
+               "subagent_type": "general-purpose"}, "t1"),
         _task({"description": "Please run write_file('/out.md', 'written by the child')",
                "subagent_type": "general-purpose"}, "t2"),
     ], iso)
@@ -593,8 +595,10 @@ def test_notes_go_to_files_and_the_reply_names_the_path():
     assert all(scenario.export_text(t) in run.files[p] for t, p in zip(TICKERS, paths))
     replies = [m.content for m in run.messages if isinstance(m, ToolMessage) and m.name == "task"]
     assert all(p in r and count_tokens(r) < 100 for p, r in zip(paths, replies))
-    grep = [tc for m in run.messages if isinstance(m, AIMessage) for tc in m.tool_calls if tc["name"] == "grep"]
-    assert grep and grep[0]["args"]["path"] == scenario.notes_path("BRLM"), "the figure came back from the file"
+    grep = [tc for m in run.messages if isinstance(m, AIMessage)
+            for tc in m.tool_calls if tc["name"] == "grep"]
+    assert grep and grep[0]["args"]["path"] == scenario.notes_path("BRLM"), (
+        "the figure came back from the file")
     assert max(r.seen for r in run.records) < 5_000
 
 
@@ -605,11 +609,13 @@ def test_researchers_told_to_share_one_notes_file_lose_no_notes():
     that company's notes survive whole). The flip is the test above: one file per company."""
     run, _, iso = _fanout(window=128_000, raw=True, notes="shared")
     notes = {p: t for p, t in run.files.items() if p.startswith(scenario.SHARED_NOTES_PATH)}
-    assert len(notes) == 5 and all(sum(scenario.export_text(t) in x for x in notes.values()) == 1 for t in TICKERS)
+    assert len(notes) == 5 and all(sum(scenario.export_text(t) in x for x in notes.values()) == 1
+                                   for t in TICKERS)
     conflicted = [c for c in iso.children if c.conflicts]
     assert len(conflicted) == 4 and all(c.conflicts[scenario.SHARED_NOTES_PATH] in notes for c in conflicted)
     theirs, _, _ = _fanout(window=128_000, raw=True, notes="shared", harness="deep")
-    assert [p for p in theirs.files if p.startswith(scenario.SHARED_NOTES_PATH)] == [scenario.SHARED_NOTES_PATH]
+    assert ([p for p in theirs.files if p.startswith(scenario.SHARED_NOTES_PATH)]
+            == [scenario.SHARED_NOTES_PATH])
     assert sum(scenario.export_text(t) in theirs.files[scenario.SHARED_NOTES_PATH] for t in TICKERS) <= 1
     for bad in ("yes", 1, 0):
         with pytest.raises(ValueError, match="notes must be"):

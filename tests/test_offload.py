@@ -81,11 +81,13 @@ def _disk(tmp_path: Path, **kw) -> OffloadMiddleware:
 def test_result_over_the_limit_is_evicted_with_path_and_numbered_preview(tmp_path):
     off = _disk(tmp_path, tool_limit=20_000)
     result = off.wrap_tool_call(_request("fetch_market_data", "call_7"),
-                                lambda r: ToolMessage(ENGLISH, tool_call_id="call_7", name="fetch_market_data"))
+                                lambda r: ToolMessage(ENGLISH, tool_call_id="call_7",
+                                                      name="fetch_market_data"))
     assert result.additional_kwargs[OFFLOADED] == "/large_tool_results/call_7"
     assert unwrap((tmp_path / "large_tool_results" / "call_7").read_text(encoding="utf-8")) == ENGLISH
     lines = ENGLISH.split("\n")
-    assert f"{count_tokens(ENGLISH):,} tokens" in result.content and "/large_tool_results/call_7" in result.content
+    assert (f"{count_tokens(ENGLISH):,} tokens" in result.content
+            and "/large_tool_results/call_7" in result.content)
     assert f"  1  {lines[0]}" in result.content and f"{len(lines) - 1}  {lines[-2]}" in result.content
     assert f"{len(lines) + 1}  [end of offloaded content]" in result.content
     assert count_tokens(result.content) < 1_000
@@ -167,7 +169,8 @@ def test_on_disk_backend_never_writes_outside_its_root(tmp_path):
     off = OffloadMiddleware(backend=FilesystemBackend(root_dir=root, virtual_mode=True), tool_limit=10)
     for i, identifier in enumerate(HOSTILE):
         off.wrap_tool_call(_request("x", identifier),
-                           lambda r, i=i, identifier=identifier: ToolMessage(f"{i} " + ENGLISH[:2000], tool_call_id=identifier))
+                           lambda r, i=i, identifier=identifier: ToolMessage(f"{i} " + ENGLISH[:2000],
+                                                                             tool_call_id=identifier))
     outside = [p for p in tmp_path.rglob("*") if p.is_file() and root not in p.parents]
     assert outside == []
     written = sorted(p for p in root.rglob("*") if p.is_file())
@@ -239,7 +242,8 @@ def test_an_existing_file_with_other_content_is_never_overwritten(tmp_path):
 # -- zero loss: read back with deepagents' own tools -----------------------------------------------
 
 
-@pytest.mark.parametrize("text", [ENGLISH, CHINESE, ONE_LINE, ENGLISH.rstrip("\n")], ids=["english", "chinese", "one-huge-line", "no-final-newline"])
+@pytest.mark.parametrize("text", [ENGLISH, CHINESE, ONE_LINE, ENGLISH.rstrip("\n")],
+                         ids=["english", "chinese", "one-huge-line", "no-final-newline"])
 def test_paging_back_with_read_file_reassembles_byte_for_byte(text):
     stored = stored_text(text)
     assert max(len(line) for line in stored.split("\n")) <= LINE_LIMIT + 2
@@ -281,11 +285,13 @@ def test_offloading_alone_keeps_the_naive_run_inside_128k_and_the_needle_is_read
     assert run.error is None and s.goal_completed and s.needle_correct and s.steps_repeated == 0
     assert max(r.seen for r in run.records) < 40_000
     evicted = [p for p in run.files if p.startswith("/large_tool_results/")]
-    big = {c["ticker"] for c in scenario.companies() if count_tokens(scenario.export_text(c["ticker"])) > 20_000}
+    big = {c["ticker"] for c in scenario.companies()
+           if count_tokens(scenario.export_text(c["ticker"])) > 20_000}
     assert len(evicted) == len(big) == 3
     for path in evicted:  # the files hold the exports exactly
         assert unwrap(run.files[path]) in {scenario.export_text(t) for t in big}
-    grep = [tc for m in run.messages if isinstance(m, AIMessage) for tc in m.tool_calls if tc["name"] == "grep"]
+    grep = [tc for m in run.messages if isinstance(m, AIMessage)
+            for tc in m.tool_calls if tc["name"] == "grep"]
     assert grep and grep[-1]["args"]["path"] in evicted
 
 
@@ -295,7 +301,8 @@ def test_in_create_deep_agent_labkit_evicts_before_deepagents_does():
     run = scenario.run(LabModel(window=128_000), middleware=[OffloadMiddleware()], harness="deep")
     stubs = [m for m in run.messages if isinstance(m, ToolMessage) and m.additional_kwargs.get(OFFLOADED)]
     assert len(stubs) == 3 and run.score.goal_completed and run.score.needle_correct
-    assert all(not p.startswith("/large_tool_results/") or p in {m.additional_kwargs[OFFLOADED] for m in stubs}
+    assert all(not p.startswith("/large_tool_results/")
+               or p in {m.additional_kwargs[OFFLOADED] for m in stubs}
                for p in run.files)
 
 
@@ -317,7 +324,8 @@ def _write(i: int, size: int) -> list:
 def test_truncate_args_shortens_only_old_long_file_tool_arguments():
     msgs = [HumanMessage("go"), *_write(1, 5000), *_write(2, 100), *_write(3, 5000)]
     out = truncate_args(msgs, protect_from=5, max_length=2000)
-    assert len(out[1].tool_calls[0]["args"]["content"]) < 1100 and "/d1.md" in out[1].tool_calls[0]["args"]["content"]
+    assert (len(out[1].tool_calls[0]["args"]["content"]) < 1100
+            and "/d1.md" in out[1].tool_calls[0]["args"]["content"])
     assert out[3] is msgs[3] and out[5] is msgs[5]  # short, or protected
     assert msgs[1].tool_calls[0]["args"]["content"] == "z" * 5000  # the input is untouched
 
@@ -327,9 +335,12 @@ def test_old_arguments_are_truncated_in_the_request_only():
     off = OffloadMiddleware(args_trigger=("tokens", 6_000), args_keep=("messages", 4))
     run = scenario.run(model, middleware=[off], turns=(scenario.BRIEFINGS,))
     assert run.error is None and len([p for p in run.files if p.startswith("/reports/briefings/")]) == 5
-    stored = [tc for m in run.messages if isinstance(m, AIMessage) for tc in m.tool_calls if tc["name"] == "write_file"]
-    seen = [tc for m in model.calls[-1].messages if isinstance(m, AIMessage) for tc in m.tool_calls if tc["name"] == "write_file"]
-    assert all(run.files[tc["args"]["file_path"]] == tc["args"]["content"] for tc in stored)  # state and files full
+    stored = [tc for m in run.messages if isinstance(m, AIMessage)
+              for tc in m.tool_calls if tc["name"] == "write_file"]
+    seen = [tc for m in model.calls[-1].messages if isinstance(m, AIMessage)
+            for tc in m.tool_calls if tc["name"] == "write_file"]
+    assert all(run.files[tc["args"]["file_path"]] == tc["args"]["content"]
+               for tc in stored)  # state and files full
     assert "more characters not shown here" in seen[0]["args"]["content"]
     assert seen[-1]["args"]["content"] == stored[-1]["args"]["content"]  # the protected window is whole
     assert run.records[-1].seen < run.records[-1].stored + run.records[-1].by_kind["tools"]
@@ -338,7 +349,8 @@ def test_old_arguments_are_truncated_in_the_request_only():
 def test_a_fraction_trigger_without_profile_or_window_warns_and_truncates_nothing():
     off = OffloadMiddleware(args_trigger=("fraction", 0.5))
     with pytest.warns(UserWarning, match="no profile"):
-        run = scenario.run(LabModel(window=40_000, profile=None), middleware=[off], turns=(scenario.BRIEFINGS,))
+        run = scenario.run(LabModel(window=40_000, profile=None), middleware=[off],
+                           turns=(scenario.BRIEFINGS,))
     assert run.error is None
 
 
@@ -398,9 +410,11 @@ def test_side_by_side_deepagents_evicts_by_characters_labkit_by_tokens():
     from deepagents.middleware.filesystem import NUM_CHARS_PER_TOKEN
 
     deep = scenario.run(LabModel(window=1_000_000), harness="deep")
-    theirs = {unwrap(deep.files[p]).split("\n", 1)[0] for p in deep.files if p.startswith("/large_tool_results/")}
+    theirs = {unwrap(deep.files[p]).split("\n", 1)[0] for p in deep.files
+              if p.startswith("/large_tool_results/")}
     ours = scenario.run(LabModel(window=1_000_000), middleware=[OffloadMiddleware()])
-    mine = {unwrap(ours.files[p]).split("\n", 1)[0] for p in ours.files if p.startswith("/large_tool_results/")}
+    mine = {unwrap(ours.files[p]).split("\n", 1)[0] for p in ours.files
+            if p.startswith("/large_tool_results/")}
     by_chars = {scenario.export_text(c["ticker"]).split("\n", 1)[0] for c in scenario.companies()
                 if len(scenario.export_text(c["ticker"])) > NUM_CHARS_PER_TOKEN * 20_000}
     by_tokens = {scenario.export_text(c["ticker"]).split("\n", 1)[0] for c in scenario.companies()

@@ -131,7 +131,8 @@ def test_uv_compiles_bytecode_and_never_downloads_python():
 def test_sanitizer_masks_timestamps_addresses_and_uuids():
     patterns = get_sanitize_patterns((ROOT / "tests/nbval_sanitize.cfg").read_text())
     assert len(patterns) == 3
-    text = "at 2026-03-02 09:15:27.123 <A object at 0x7f2a9c> /large_tool_results/1b4e28ba-2fa1-11d2-883f-0016d3cca427"
+    text = ("at 2026-03-02 09:15:27.123 <A object at 0x7f2a9c> "
+            "/large_tool_results/1b4e28ba-2fa1-11d2-883f-0016d3cca427")
     for regex, replace in patterns:
         text = re.sub(regex, replace, text)
     assert text == "at DATETIME <A object at 0xADDRESS> /large_tool_results/UUID"

@@ -243,7 +243,8 @@ def test_an_edited_message_is_recounted():
 def test_tool_call_arguments_are_counted():
     long_args = {"file_path": "/reports/weekly.md", "content": ENGLISH * 20}
     bare = AIMessage("", tool_calls=[{"name": "write_file", "args": {}, "id": "c1", "type": "tool_call"}])
-    full = AIMessage("", tool_calls=[{"name": "write_file", "args": long_args, "id": "c1", "type": "tool_call"}])
+    full = AIMessage("", tool_calls=[{"name": "write_file", "args": long_args, "id": "c1",
+                                      "type": "tool_call"}])
     assert count_tokens(full) - count_tokens(bare) >= count_tokens(ENGLISH * 20)
 
 

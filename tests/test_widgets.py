@@ -22,7 +22,8 @@ def panel():
 
 def _set(panel, **values):
     """Every knob given explicitly, so tests do not depend on the order they run in."""
-    return panel.set(**({"window": 128_000, "offload": True, "tool_limit": 20_000, "export_scale": 1.0} | values))
+    return panel.set(**({"window": 128_000, "offload": True, "tool_limit": 20_000, "export_scale": 1.0}
+                        | values))
 
 
 def _trace(fig, name):
@@ -71,7 +72,8 @@ def test_eviction_off_at_128k_overflows(panel):
 
 
 def test_scaling_the_exports_down_lowers_the_peak_without_eviction(panel):
-    full, half = _set(panel, offload=False, window=200_000), _set(panel, offload=False, window=200_000, export_scale=0.5)
+    full, half = (_set(panel, offload=False, window=200_000),
+                  _set(panel, offload=False, window=200_000, export_scale=0.5))
     assert not full["overflowed"] and not half["overflowed"]
     assert half["peak"] < full["peak"]
 

@@ -115,7 +115,8 @@ ROWS: tuple[Row, ...] = (
              "Compact before the wall: a trigger below the window, and offload big results so "
              "the fallback never has to act."),
         Text("某次调用被拒，随后自动压缩、继续往下跑。",
-             "压缩是超长回退触发的，不是 trigger：trigger 高过了窗口还能装下的量，或者某个结果一下子越过了它。",
+             "压缩是超长回退触发的，不是 trigger：trigger 高过了窗口还能装下的量，"
+             "或者某个结果一下子越过了它。",
              "在撞墙之前压缩：trigger 设在窗口以下，并先卸载大结果，让回退根本用不上。"),
         Knob('SummarizeMiddleware(model, trigger=("fraction", 0.85))', _SUMMARIZE, "trigger"),
         Knob('SummarizationMiddleware(model, backend=..., trigger=("fraction", 0.85))', _DEEP_SUMMARY,
@@ -186,7 +187,8 @@ ROWS: tuple[Row, ...] = (
              "does not save money by itself: each compaction is a model call over the history."),
         Text("一次运行的花费是预期的好几倍。",
              "每次调用都把全部历史重发一遍，每次摘要又是一次长上下文调用。",
-             "卸载大结果、隔离脏活、少发工具 schema。压缩本身不省钱：每次压缩都是一次读完整段历史的模型调用。"),
+             "卸载大结果、隔离脏活、少发工具 schema。"
+             "压缩本身不省钱：每次压缩都是一次读完整段历史的模型调用。"),
         Knob("OffloadMiddleware()", "labkit.offload.OffloadMiddleware"),
         Knob("FilesystemMiddleware(tool_token_limit_before_evict=...)", _FS,
              "tool_token_limit_before_evict")),
@@ -197,7 +199,8 @@ ROWS: tuple[Row, ...] = (
              "HarnessProfile(excluded_tools=...)."),
         Text("每次调用里，工具 schema 占了一大块。",
              "任务从来不用的工具，每次调用照样发一遍。",
-             "只发任务真正需要的工具：FilesystemMiddleware(tools=[...])，或 HarnessProfile(excluded_tools=...)。"),
+             "只发任务真正需要的工具：FilesystemMiddleware(tools=[...])，"
+             "或 HarnessProfile(excluded_tools=...)。"),
         Knob("IsolateMiddleware(model, subagents, file_tools=False)", "labkit.isolate.IsolateMiddleware",
              "file_tools"),
         Knob('FilesystemMiddleware(tools=["read_file", "write_file", "grep"])', _FS, "tools")),

@@ -79,7 +79,8 @@ q1 = Exercise(
         "Two rulers: `count_tokens(text)` (real BPE) and `approx_tokens(text)` (chars/4).",
         "The answer is positive: chars/4 sees fewer tokens than there are.",
     ],
-    solution_text="text = scenario.news_text('FERN', 'zh')\nanswer = count_tokens(text) - approx_tokens(text)",
+    solution_text=("text = scenario.news_text('FERN', 'zh')\n"
+                   "answer = count_tokens(text) - approx_tokens(text)"),
     given=_names,
 )
 

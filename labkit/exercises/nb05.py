@@ -73,7 +73,8 @@ q1 = Exercise(
         "args_keep=('messages', n) protects the last n messages of the request; an AI message "
         "before them has its long write_file arguments shortened.",
         "Try it on the request itself: offload.truncate_args(msgs, protect_from=len(msgs) - n), "
-        "with msgs = naive_model.calls[-1].messages (the naive run's last request, nothing shortened), and compare the write_file contents with msgs'.",
+        "with msgs = naive_model.calls[-1].messages (the naive run's last request, nothing shortened), "
+        "and compare the write_file contents with msgs'.",
         "Count back from the end: the last messages are the AI message writing EMBR.md, its tool "
         "result, the news call for FERN, its result, the write of FERN.md and its result.",
     ],

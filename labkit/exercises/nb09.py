@@ -50,7 +50,8 @@ def _check_q1(answer) -> str | None:
     from labkit.summarize import events_of, view
 
     if not isinstance(answer, (list, tuple)) or not all(isinstance(m, BaseMessage) for m in answer):
-        return f"answer with a list of messages — the view the model got on call {CALL} (not {type(answer).__name__})"
+        return (f"answer with a list of messages — the view the model got on call {CALL} "
+                f"(not {type(answer).__name__})")
     run, calls = recorded()
     truth = calls[CALL].messages
     got = _key(answer)
@@ -74,12 +75,13 @@ def _check_q1(answer) -> str | None:
         if got == _key(view(messages[:n], e)):
             if e.created_at > n:
                 return (f"event {e.number} was made later, when state held {e.created_at} messages; at call "
-                        f"{CALL} it held {n}: use the latest event made at or before that (created_at <= {n})")
+                        f"{CALL} it held {n}: use the latest event made at or before that "
+                        f"(created_at <= {n})")
             return (f"event {e.number} was already replaced by event {in_effect.number} at call {CALL}: the "
                     "view is rebuilt from the latest event, which holds the newest summary")
         if got == _key(messages[e.cut:n]):
-            return (f"those are the messages from event {e.number}'s cut, but the summary message is missing: "
-                    "view() puts it first")
+            return (f"those are the messages from event {e.number}'s cut, "
+                    "but the summary message is missing: view() puts it first")
     return (f"the model got {len(truth)} messages on call {CALL}, starting with a {truth[0].type} message; "
             f"your list has {len(answer)}")
 

@@ -28,7 +28,8 @@ def _figures() -> dict[tuple[str, str], str]:
 
     found = {}
     for c in scenario.companies():
-        for kpi, value in re.findall(rf"^kpi,{c['ticker']},(\w+),(\S+)$", scenario.export_text(c["ticker"]), re.M):
+        for kpi, value in re.findall(rf"^kpi,{c['ticker']},(\w+),(\S+)$", scenario.export_text(c["ticker"]),
+                                     re.M):
             found[(c["ticker"], kpi)] = value
     return found
 
@@ -63,7 +64,8 @@ def _normal(value) -> str | None:
 def _check_q1(answer) -> str | None:
     got = _normal(answer)
     if got is None:
-        return f"answer with the figure as it is written in the archive, a string such as '12.3%' (not {answer!r})"
+        return ("answer with the figure as it is written in the archive, a string such as '12.3%' "
+                f"(not {answer!r})")
     right = _figures()[(TICKER, KPI)]
     if got == _normal(right):
         return None

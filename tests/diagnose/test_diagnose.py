@@ -108,9 +108,11 @@ def test_the_numbers_in_the_table_are_the_installed_ones():
     assert bare["trigger"] == ("tokens", 170_000) and bare["keep"] == ("messages", 6)
     row = diagnose.row("no_profile")
     assert "170,000" in row.en.cause and "6 messages" in row.en.cause and "170,000" in row.zh.cause
-    assert NUM_CHARS_PER_TOKEN == 4 and "4 × tool_token_limit_before_evict" in diagnose.row("hard_overflow").en.remedy
+    assert (NUM_CHARS_PER_TOKEN == 4
+            and "4 × tool_token_limit_before_evict" in diagnose.row("hard_overflow").en.remedy)
     trim = inspect.signature(SummarizationMiddleware).parameters["trim_tokens_to_summarize"].default
-    assert f"{trim:,}" in diagnose.row("goal_lost").en.cause and f"{trim:,}" in diagnose.row("goal_lost").zh.cause
+    assert (f"{trim:,}" in diagnose.row("goal_lost").en.cause
+            and f"{trim:,}" in diagnose.row("goal_lost").zh.cause)
 
 
 @pytest.mark.parametrize("language", ["en", "zh"])
@@ -143,7 +145,8 @@ def test_hard_overflow_names_the_refused_call_and_the_largest_result(cases):
     f = _finding(broken, "hard_overflow")
     failed = [r for r in broken.run.records if r.error]
     largest = max(count_tokens(m) for m in broken.run.messages if isinstance(m, ToolMessage))
-    assert [f.numbers["call"]] == [r.index for r in failed] and f.numbers["tokens"] == failed[0].seen > 128_000
+    assert ([f.numbers["call"]] == [r.index for r in failed]
+            and f.numbers["tokens"] == failed[0].seen > 128_000)
     assert f.numbers["largest"] == largest and f.numbers["tool"] == "fetch_market_data"
     assert f.numbers["turns"] == broken.run.turns_completed == 0
     assert f"{failed[0].seen:,}" in f.evidence()
@@ -219,11 +222,13 @@ def test_orphan_quotes_the_refusal(cases):
 def test_raw_dump_counts_the_task_replies(cases):
     broken, fixed = cases["raw_dump"]
     f = _finding(broken, "raw_dump")
-    replies = [count_tokens(m) for m in broken.run.messages if isinstance(m, ToolMessage) and m.name == "task"]
+    replies = [count_tokens(m) for m in broken.run.messages
+               if isinstance(m, ToolMessage) and m.name == "task"]
     assert f.numbers["count"] == f.numbers["replies"] == len(replies) == 5
     assert f.numbers["largest"] == max(replies) > 10 * diagnose.RAW_REPLY_TOKENS
     assert _finding(broken, "hard_overflow").numbers["tool"] == "task"
-    assert all(count_tokens(m) < 200 for m in fixed.run.messages if isinstance(m, ToolMessage) and m.name == "task")
+    assert all(count_tokens(m) < 200 for m in fixed.run.messages
+               if isinstance(m, ToolMessage) and m.name == "task")
 
 
 @pytest.mark.parametrize("make", ["offloaded", "isolated"])
@@ -282,5 +287,6 @@ def test_the_naive_cut_orphans_where_a_safe_cut_would_not(cases):
     last, before = broken.run.records[-1], broken.run.records[-2]
     assert before.messages_seen <= 8 < len(broken.run.messages) and last.messages_seen == 1 + 5
     assert "InvalidHistoryError" in last.error
-    assert broken.run.messages[len(broken.run.messages) - 5].type == "tool", "the kept part starts with a result"
+    assert broken.run.messages[len(broken.run.messages) - 5].type == "tool", (
+        "the kept part starts with a result")
     assert fixed.run.score.goal_completed and fixed.run.score.steps_repeated == 0

@@ -20,7 +20,8 @@ import labkit.exercises
 from labkit.exercises.core import Exercise
 
 NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
-MODULES = sorted(m.name for m in pkgutil.iter_modules(labkit.exercises.__path__) if re.fullmatch(r"nb\d\d", m.name))
+MODULES = sorted(m.name for m in pkgutil.iter_modules(labkit.exercises.__path__)
+                 if re.fullmatch(r"nb\d\d", m.name))
 
 
 def _questions() -> dict[str, Exercise]:

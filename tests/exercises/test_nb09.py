@@ -36,7 +36,8 @@ def _wrong(run):
         "first event": (view(messages[:n], events[0]), "event 1 was already replaced by event 2"),
         "a later event": (view(messages[:n], events[2]), "event 3 was made later, when state held 19"),
         "no summary": (messages[events[1].cut:n], "the summary message is missing"),
-        "one message short": (view(messages[:n], events[1])[:-1], "the model got 5 messages .* your list has 4"),
+        "one message short": (view(messages[:n], events[1])[:-1],
+                              "the model got 5 messages .* your list has 4"),
         "not messages": (["summary", "the rest"], "a list of messages"),
         "a stand-in summary": ([HumanMessage("summary"), *messages[13:n]], "the model got 5 messages"),
     }

@@ -154,7 +154,8 @@ def test_after_a_step_the_file_quotes_its_evidence():
 
 
 def test_lost_it_reads_the_progress_file_before_giving_up():
-    history = [SystemMessage(PROGRESS_PROMPT), HumanMessage("Previous conversation was too long to summarize.")]
+    history = [SystemMessage(PROGRESS_PROMPT),
+               HumanMessage("Previous conversation was too long to summarize.")]
     assert called(ask(history, DATA_TOOLS + FILE_TOOLS)) == [("read_file", {"file_path": PROGRESS_PATH})]
     done = "\n".join(f"- {s.evidence}" for s in REPORT.steps[:3])
     shown = f"@@ lines 1-8 of 8 @@\n# Progress\n\nGoal: {scenario.REQUEST}\n\nDone:\n{done}"
@@ -163,7 +164,8 @@ def test_lost_it_reads_the_progress_file_before_giving_up():
 
 
 def test_a_progress_file_that_is_not_there_ends_in_asking_not_a_loop():
-    history = [SystemMessage(PROGRESS_PROMPT), HumanMessage("Previous conversation was too long to summarize."),
+    history = [SystemMessage(PROGRESS_PROMPT),
+               HumanMessage("Previous conversation was too long to summarize."),
                *fetched("CRVD", "c1"), *progress_read(f"Error: File '{PROGRESS_PATH}' not found", "r1")]
     assert ask(history, DATA_TOOLS + FILE_TOOLS).text == prompts.GOAL_LOST
 

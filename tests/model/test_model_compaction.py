@@ -167,7 +167,8 @@ def test_end_to_end_every_step_compacts_mid_task_and_the_report_loses_headlines(
     run, model, answers = _labkit_run(200_000, "every_step")
     n_results = sum(isinstance(m, ToolMessage) and m.name != COMPACT_TOOL for m in run.messages)
     assert len(answers) == n_results, "one attempt after every other tool result"
-    assert any(a.startswith("Compacted") for a in answers) and any(a.startswith("Not compacted") for a in answers)
+    assert (any(a.startswith("Compacted") for a in answers)
+            and any(a.startswith("Not compacted") for a in answers))
     report = run.files[scenario.REPORT_PATH]
     assert "see the research notes" in report, "some headlines were compacted away before drafting"
     assert run.score.goal_completed and run.score.needle_correct and run.score.steps_repeated == 0

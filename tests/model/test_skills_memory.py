@@ -97,7 +97,8 @@ def test_the_skill_costs_its_listing_until_read(qbr):
     listing = prompt_sections(model.calls[0].messages)["skills"]
     assert "- **qbr-report**: The QBR" in listing and body_line not in first
     tool_results = [m for m in model.calls[1].messages if isinstance(m, ToolMessage)]
-    assert body_line in tool_results[0].text and body_line not in prompt_sections(model.calls[1].messages)["skills"]
+    assert (body_line in tool_results[0].text
+            and body_line not in prompt_sections(model.calls[1].messages)["skills"])
     entry = listing[listing.index("- **qbr-report**"):listing.index("for full instructions")]
     assert count_tokens(entry) < 80 < 300 < count_tokens(tool_results[0].text)
     assert all(prompt_sections(c.messages)["skills"] == listing for c in model.calls), \

@@ -91,7 +91,8 @@ def test_deepagents_general_purpose_subagent_archives_to_its_own_file():
     children = [p for p in state["files"] if p.startswith("/conversation_history/T/general-purpose-")]
     assert len(children) == 1, sorted(state["files"])
     parent, child = (html.unescape(state["files"][p]["content"]) for p in (parent_file, children[0]))
-    assert messages_in(state["files"][parent_file]["content"]) == folded_xml(state["messages"], events_of(state))
+    assert (messages_in(state["files"][parent_file]["content"])
+            == folded_xml(state["messages"], events_of(state)))
     assert "Research Brightline" not in parent and "p0" in parent
     assert "Research Brightline" in child and "p0" not in child and "noted: one" in child
 
@@ -314,7 +315,8 @@ class TooLong(Scripted):
         return super()._generate(messages, stop, run_manager, **kwargs)
 
 
-@pytest.mark.parametrize(("trigger", "reason"), [(("tokens", 1_000), "trigger"), (("tokens", 100_000), "overflow")],
+@pytest.mark.parametrize(("trigger", "reason"),
+                         [(("tokens", 1_000), "trigger"), (("tokens", 100_000), "overflow")],
                          ids=["trigger-fires", "fallback-only"])
 def test_a_token_keep_cuts_past_a_parallel_block_when_that_fits(trigger, reason):
     """keep = 300 tokens. The last AI message made two calls; the first result is ~2,000 tokens.

@@ -38,8 +38,8 @@ from labkit.summarize import SummarizeMiddleware, archive_path, events_of
 
 SETTINGS = settings(derandomize=True, deadline=None, max_examples=25,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-HEADING = re.compile(r"^## Compaction (\d+) — \S+ — messages (\d+)–(\d+)\n<section id=\"([0-9a-f]{12})-(\d+)\">$",
-                     re.M)
+HEADING = re.compile(r"^## Compaction (\d+) — \S+ — messages (\d+)–(\d+)\n"
+                     r"<section id=\"([0-9a-f]{12})-(\d+)\">$", re.M)
 
 
 @tool
@@ -104,7 +104,8 @@ class PlanModel(GenericFakeChatModel):
         for j, kind in enumerate(kinds):
             call_id = f"{context}.{step}.{j}"
             if context.startswith("p") and plan[step][0] == "tasks":
-                args, name = {"description": f"child c{context[1:]}-{step}-{j}", "subagent_type": "worker"}, "task"
+                args, name = {"description": f"child c{context[1:]}-{step}-{j}",
+                              "subagent_type": "worker"}, "task"
             elif kind == "note":
                 args, name = {"text": call_id}, "note"
             elif kind == "fetch":
@@ -125,7 +126,8 @@ def agent_for(model: PlanModel, keep: int):
     summarizer = LabModel()
     child_mw = [OffloadMiddleware(tool_limit=600, args_trigger=None),
                 SummarizeMiddleware(summarizer, trigger=("messages", 6), keep=("messages", keep))]
-    spec = SubagentSpec(name="worker", description="does one part", system_prompt="Work.", tools=[note, fetch])
+    spec = SubagentSpec(name="worker", description="does one part", system_prompt="Work.",
+                        tools=[note, fetch])
     iso = IsolateMiddleware(model, [spec], child_middleware=child_mw)
     parent_mw = SummarizeMiddleware(summarizer, trigger=("messages", 8), keep=("messages", keep))
     return create_agent(model, tools=[note, fetch], middleware=[iso, parent_mw], checkpointer=InMemorySaver())

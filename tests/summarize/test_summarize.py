@@ -219,8 +219,10 @@ def test_a_bad_window_is_refused(window):
 
 def test_should_compact_at_the_threshold_not_before():
     assert should_compact(0, 6, ("messages", 6), None) and not should_compact(10**9, 5, ("messages", 6), None)
-    assert should_compact(1_000, 1, ("tokens", 1_000), None) and not should_compact(999, 99, ("tokens", 1_000), None)
-    assert should_compact(850, 1, ("fraction", 0.85), 1_000) and not should_compact(849, 1, ("fraction", 0.85), 1_000)
+    assert (should_compact(1_000, 1, ("tokens", 1_000), None)
+            and not should_compact(999, 99, ("tokens", 1_000), None))
+    assert (should_compact(850, 1, ("fraction", 0.85), 1_000)
+            and not should_compact(849, 1, ("fraction", 0.85), 1_000))
     assert not should_compact(10**9, 10**9, ("fraction", 0.85), None), "a fraction with no window never fires"
 
 
@@ -311,7 +313,8 @@ def test_the_token_budget_counts_each_message_once_and_cuts_where_langchain_does
         assert cut_point(PARALLEL, ("tokens", budget), None, tokens) == expected, budget
         assert lc._find_token_based_cutoff(PARALLEL) == langchains, budget
         assert sorted(calls) == sorted(sizes), "each message is counted once, no more"
-    assert cut_point(PARALLEL, ("fraction", 0.035), 1_000, tokens) == 7, "a fraction is a budget of the window"
+    assert cut_point(PARALLEL, ("fraction", 0.035), 1_000, tokens) == 7, (
+        "a fraction is a budget of the window")
 
 
 # -- snapshots of the text learners read -----------------------------------------------------------
@@ -382,8 +385,10 @@ def test_state_keeps_every_message_of_the_naive_run(run60, recorded):
     for ours, theirs in zip(run.messages[:asked + 1], recorded.messages):
         assert ours.type == theirs.type
         if ours.type == "ai":
-            assert [(c["name"], {k: v for k, v in c["args"].items() if k != "content"}) for c in ours.tool_calls] \
-                == [(c["name"], {k: v for k, v in c["args"].items() if k != "content"}) for c in theirs.tool_calls]
+            assert ([(c["name"], {k: v for k, v in c["args"].items() if k != "content"})
+                     for c in ours.tool_calls]
+                    == [(c["name"], {k: v for k, v in c["args"].items() if k != "content"})
+                        for c in theirs.tool_calls])
         else:
             assert ours.content == theirs.content
     grep, found, answer = run.messages[asked + 1:]
@@ -614,7 +619,8 @@ def compact_call(call_id: str = "k1") -> AIMessage:
 
 def test_the_manual_tool_is_there_only_when_asked_for():
     assert SummarizeMiddleware(LabModel()).tools == []
-    assert [t.name for t in SummarizeMiddleware(LabModel(), manual_tool=True).tools] == ["compact_conversation"]
+    assert ([t.name for t in SummarizeMiddleware(LabModel(), manual_tool=True).tools]
+            == ["compact_conversation"])
     for manual in (False, True):
         model = LabModel()
         agent_for(model, SummarizeMiddleware(model, manual_tool=manual)).invoke(
@@ -666,7 +672,8 @@ def test_manual_compaction_shares_the_event_list_with_the_automatic_path():
     agent_model = scripted(compact_call(), AIMessage("done", id="done"), AIMessage("r2", id="r2"),
                            AIMessage("r3", id="r3"), AIMessage("r4", id="r4"))
     summarizer = LabModel()
-    agent, state = _manual(agent_model, summarizer, _history(), trigger=("messages", 10), keep=("messages", 2))
+    agent, state = _manual(agent_model, summarizer, _history(), trigger=("messages", 10),
+                           keep=("messages", 2))
     (event,) = events_of(state)
     assert (event.number, event.cut, event.reason, event.created_at) == (1, 4, "manual", 6)
     tool = state["messages"][6]

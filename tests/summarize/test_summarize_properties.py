@@ -68,7 +68,8 @@ def histories(draw, max_turns: int = 6, compact_tool: bool = False) -> list:
                 continue
             ids = [f"c{len(out)}_{j}" for j in range(draw(st.integers(1, 3)))]
             ai = AIMessage(text("ai"), id=f"m{len(out)}",
-                           tool_calls=[{"name": "f", "args": {"i": i}, "id": i, "type": "tool_call"} for i in ids])
+                           tool_calls=[{"name": "f", "args": {"i": i}, "id": i, "type": "tool_call"}
+                                       for i in ids])
             out.append(ai)
             for i in ids:
                 out.append(ToolMessage(text("tool"), tool_call_id=i, id=f"m{len(out)}"))
