@@ -18,8 +18,20 @@ from typing import Any
 
 from labkit.tables import Table
 
-__all__ = ["EVIDENCE", "Knob", "LANGUAGES", "ROWS", "Row", "Text", "WHEN_NOT", "When", "check_language",
-           "row", "table", "when_not"]
+__all__ = [
+    "EVIDENCE",
+    "LANGUAGES",
+    "ROWS",
+    "WHEN_NOT",
+    "Knob",
+    "Row",
+    "Text",
+    "When",
+    "check_language",
+    "row",
+    "table",
+    "when_not",
+]
 
 LANGUAGES = ("en", "zh")
 

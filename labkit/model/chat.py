@@ -33,7 +33,7 @@ from labkit.model.behaviour import act, summary_reply
 from labkit.model.history import check_history
 from labkit.tokens import DEFAULT_ENCODING, TOKENS_PER_MESSAGE, TokenCounter
 
-__all__ = ["Call", "LabModel", "MODEL_NAME", "PROVIDER"]
+__all__ = ["MODEL_NAME", "PROVIDER", "Call", "LabModel"]
 
 PROVIDER = "labkit"
 MODEL_NAME = "lab-model"

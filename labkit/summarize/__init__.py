@@ -9,10 +9,25 @@ folded messages are kept, word for word, and who owns a section) and ``middlewar
 
 from labkit.summarize.archive import archive_path, archive_section, section_id
 from labkit.summarize.middleware import SummarizeMiddleware
-from labkit.summarize.policy import (EVENTS_KEY, FALLBACK_KEEP, FALLBACK_TRIGGER, MANUAL_TOOL,
-                                     SUMMARY_METADATA, SUMMARY_TAGS, Event, Fold, cut_point, defaults,
-                                     events_of, next_fold, safe_cut, should_compact, summary_message,
-                                     summary_prompt, view)
+from labkit.summarize.policy import (
+                                     EVENTS_KEY,
+                                     FALLBACK_KEEP,
+                                     FALLBACK_TRIGGER,
+                                     MANUAL_TOOL,
+                                     SUMMARY_METADATA,
+                                     SUMMARY_TAGS,
+                                     Event,
+                                     Fold,
+                                     cut_point,
+                                     defaults,
+                                     events_of,
+                                     next_fold,
+                                     safe_cut,
+                                     should_compact,
+                                     summary_message,
+                                     summary_prompt,
+                                     view,
+)
 
 __all__ = [
     "EVENTS_KEY",

@@ -32,10 +32,28 @@ from langgraph.types import Command
 
 from labkit import prompts
 from labkit._sizes import check_fraction, check_limit, check_size, size_threshold
-from labkit.summarize.archive import (archive_owner, archive_path, archive_section, as_stored,
-                                      conversation_key, state_messages, write_section)
-from labkit.summarize.policy import (EVENTS_KEY, MANUAL_TOOL, SUMMARY_METADATA, SUMMARY_TAGS, Event, Fold,
-                                     defaults, events_of, next_fold, summary_prompt, view)
+from labkit.summarize.archive import (
+    archive_owner,
+    archive_path,
+    archive_section,
+    as_stored,
+    conversation_key,
+    state_messages,
+    write_section,
+)
+from labkit.summarize.policy import (
+    EVENTS_KEY,
+    MANUAL_TOOL,
+    SUMMARY_METADATA,
+    SUMMARY_TAGS,
+    Event,
+    Fold,
+    defaults,
+    events_of,
+    next_fold,
+    summary_prompt,
+    view,
+)
 from labkit.tokens import TokenCounter, encoding
 from labkit.trace import measure
 

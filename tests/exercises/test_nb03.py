@@ -7,7 +7,6 @@ from langchain.agents.middleware import AgentMiddleware
 
 from labkit.exercises import nb03
 
-
 # -- q1: whose wrap_model_call sees the request last? -----------------------------------------
 
 

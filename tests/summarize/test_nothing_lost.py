@@ -29,6 +29,7 @@ from labkit.isolate import IsolateMiddleware, SubagentSpec
 from labkit.offload import OffloadMiddleware
 from labkit.summarize import EVENTS_KEY, SummarizeMiddleware, archive_path, archive_section, events_of
 from tests.conftest import FIXED, MemoryBackend, Scripted
+
 SECTION = re.compile(r'^<section id="([0-9a-f]{12})-(\d+)">$', re.M)
 
 
