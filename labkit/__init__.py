@@ -1,21 +1,12 @@
-"""labkit — the lab kit of the context-engineering workbook.
+"""labkit — the lab kit of the context-engineering workbook: one module per idea, by notebook.
 
-One module per idea, each introduced by a notebook:
-
-- ``tokens``   counting tokens offline (02)
-- ``model``    the offline LabModel and get_model() (01)
-- ``scenario`` the running example: tools, tasks, needle, run() and score() (01)
-- ``trace``    the recording middleware: stored vs seen, by kind (03)
-- ``plots``    plotly figures of what the model saw (01)
-- ``tables``   small HTML tables for notebook results (01)
-- ``offload``  offloading: evict big results and messages to files, shorten old arguments (04, 05)
-- ``widgets``  ipywidgets panels of knobs that re-run the lab and redraw (04, 07)
-- ``summarize`` summarization: non-destructive compaction with an archive (07–11)
-- ``replay``   re-simulate a recorded run under new knobs, no agent loop (07, 09)
-- ``isolate``  subagents behind a task() tool, parent and child contexts accounted apart (12)
-- ``evals``    targeted evals: forced compaction, goal retention, repeated work, the eval grid (14, 15)
-- ``diagnose`` the symptom → cause → remedy table (English, 中文) and auto-diagnosis of a run (16)
-- ``exercises`` the notebooks' exercises and their checkers
+``tokens`` counting tokens offline (02) · ``model`` the offline LabModel, get_model() (01) ·
+``scenario`` the running example, run() and score() (01) · ``trace`` the Recorder (03) ·
+``plots`` / ``tables`` what the model saw (01) · ``offload`` evict big content to files (04, 05) ·
+``widgets`` knob panels (04, 07) · ``summarize`` compaction with an archive (07–11) ·
+``replay`` new knobs on a recorded run (07, 09) · ``isolate`` subagents behind task() (12) ·
+``evals`` targeted evals (14, 15) · ``diagnose`` symptom → cause → remedy (16) ·
+``exercises`` the notebooks' exercises and their checkers.
 
 Nothing happens at import: no global settings, seeds or downloads.
 """

@@ -276,8 +276,9 @@ class SummarizeMiddleware(AgentMiddleware):
                 text = prompts.COMPACT_REFUSED.format(why=why)
                 return Command(update={"messages": [ToolMessage(text, tool_call_id=runtime.tool_call_id)]})
             event = self.compact(messages, events, "manual", stored=messages)
-            text = prompts.COMPACT_DONE.format(n=event.cut - (events[-1].cut if events else 0), path=event.archive) \
-                if event else prompts.COMPACT_REFUSED.format(why="nothing old enough to fold")
+            folded = event.cut - (events[-1].cut if events else 0) if event else 0
+            text = prompts.COMPACT_DONE.format(n=folded, path=event.archive) if event \
+                else prompts.COMPACT_REFUSED.format(why="nothing old enough to fold")
             update: dict[str, Any] = {"messages": [ToolMessage(text, tool_call_id=runtime.tool_call_id)]}
             if event:
                 update[EVENTS_KEY] = [asdict(e) for e in events + [event]]
