@@ -17,8 +17,9 @@ from typing import Any
 
 from labkit import scenario
 from labkit.diagnose.findings import Finding, detect, report
+from labkit.diagnose.limits import WHEN_NOT, When, when_not
 from labkit.diagnose.recipes import LABELS, MODES, NaiveCut, recipe, run_recipe
-from labkit.diagnose.rows import ROWS, WHEN_NOT, Knob, Row, Text, When, row, table, when_not
+from labkit.diagnose.rows import ROWS, Knob, Row, Text, row, table
 from labkit.tables import Table
 
 __all__ = [
