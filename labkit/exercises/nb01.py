@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from functools import cache
 
+from labkit import LabModel, scenario
 from labkit.exercises.core import Exercise, smallest_that_holds, whole_number
 
 __all__ = ["q1"]
@@ -12,7 +13,6 @@ __all__ = ["q1"]
 @cache
 def _big():
     """Notebook 01's ``big``: the naive run on a 1M-token lab model, where nothing overflows."""
-    from labkit import LabModel, scenario
 
     return scenario.run(LabModel(window=1_000_000))
 

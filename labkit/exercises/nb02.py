@@ -6,7 +6,11 @@ run, so they stay right if the data is regenerated or deepagents changes its rul
 
 from __future__ import annotations
 
+from deepagents.middleware.filesystem import NUM_CHARS_PER_TOKEN
+
+from labkit import scenario
 from labkit.exercises.core import Exercise, whole_number
+from labkit.tokens import approx_tokens, count_tokens
 
 __all__ = ["q1", "q2"]
 
@@ -15,10 +19,6 @@ EVICT_TOKENS = 20_000  # "big" means more than this many real (BPE) tokens, deep
 
 def _names() -> dict:
     """The names notebook 02 has defined by its exercises."""
-    from deepagents.middleware.filesystem import NUM_CHARS_PER_TOKEN
-
-    from labkit import scenario
-    from labkit.tokens import approx_tokens, count_tokens
 
     exports = {c["ticker"]: scenario.export_text(c["ticker"]) for c in scenario.companies()}
     return {"scenario": scenario, "count_tokens": count_tokens, "approx_tokens": approx_tokens,
@@ -27,9 +27,6 @@ def _names() -> dict:
 
 @whole_number("a whole number of tokens")
 def _check_q1(answer: int) -> str | None:
-    from labkit import scenario
-    from labkit.tokens import approx_tokens, count_tokens
-
     text = scenario.news_text("FERN", "zh")
     real, guess = count_tokens(text), approx_tokens(text)
     if answer == real - guess:
@@ -48,11 +45,6 @@ def _check_q1(answer: int) -> str | None:
 
 @whole_number("a whole number of tokens")
 def _check_q2(answer: int) -> str | None:
-    from deepagents.middleware.filesystem import NUM_CHARS_PER_TOKEN
-
-    from labkit import scenario
-    from labkit.tokens import count_tokens
-
     if answer <= 0:
         return "a limit of 0 or less switches eviction off altogether; pick a positive limit"
     exports = {c["ticker"]: scenario.export_text(c["ticker"]) for c in scenario.companies()}

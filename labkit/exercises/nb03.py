@@ -6,6 +6,11 @@ import inspect
 from collections import Counter
 from functools import cache
 
+from langchain.agents import create_agent
+from langchain.agents.middleware import AgentMiddleware
+from langchain_core.messages import AIMessage, HumanMessage
+
+from labkit import LabModel, scenario
 from labkit.exercises.core import Exercise
 
 __all__ = ["q1", "q2"]
@@ -42,7 +47,6 @@ q1 = Exercise(
 @cache
 def _expected() -> dict[str, int]:
     """Tool calls per tool name in the first turn of the scenario (create_agent, data tools)."""
-    from langchain_core.messages import AIMessage
 
     agent, _ = _agent([])
     out = agent.invoke({"messages": [_request()]})
@@ -51,32 +55,21 @@ def _expected() -> dict[str, int]:
 
 
 def _request():
-    from langchain_core.messages import HumanMessage
-
-    from labkit import scenario
-
     return HumanMessage(scenario.REQUEST)
 
 
 def _agent(middleware: list):
-    from langchain.agents import create_agent
-
-    from labkit import LabModel, scenario
-
     model = LabModel(window=1_000_000)
     return create_agent(model, tools=scenario.tools(), middleware=middleware), model
 
 
 def _names() -> dict:
     """The names notebook 03 has imported by its second exercise."""
-    from langchain.agents.middleware import AgentMiddleware
 
     return {"AgentMiddleware": AgentMiddleware, "Counter": Counter}
 
 
 def _check_q2(answer) -> str | None:
-    from langchain.agents.middleware import AgentMiddleware
-
     if not (inspect.isclass(answer) and issubclass(answer, AgentMiddleware)):
         return f"give the class itself (a subclass of AgentMiddleware), not {answer!r}"
     if answer.after_model is AgentMiddleware.after_model:

@@ -8,7 +8,10 @@ from __future__ import annotations
 
 from functools import lru_cache
 
+from labkit import LabModel, scenario
 from labkit.exercises.core import Exercise, largest_that_holds, whole_number
+from labkit.offload import OffloadMiddleware
+from labkit.tokens import count_tokens
 
 __all__ = ["q1"]
 
@@ -18,26 +21,17 @@ WINDOW = 64_000
 @lru_cache(maxsize=64)
 def _fits(tool_limit: int) -> bool:
     """Does the scenario, offloading results over ``tool_limit`` tokens, stay inside WINDOW?"""
-    from labkit import scenario
-    from labkit.model import LabModel
-    from labkit.offload import OffloadMiddleware
 
     run = scenario.run(LabModel(window=WINDOW), middleware=[OffloadMiddleware(tool_limit=tool_limit)])
     return run.error is None
 
 
 def _sizes() -> dict[str, int]:
-    from labkit import scenario
-    from labkit.tokens import count_tokens
-
     return {c["ticker"]: count_tokens(scenario.export_text(c["ticker"])) for c in scenario.companies()}
 
 
 def _names() -> dict:
     """The names notebook 04 has imported by its exercise."""
-    from labkit import LabModel, scenario
-    from labkit.offload import OffloadMiddleware
-    from labkit.tokens import count_tokens
 
     return {"scenario": scenario, "LabModel": LabModel, "OffloadMiddleware": OffloadMiddleware,
             "count_tokens": count_tokens}

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from functools import cache
 
+from labkit import LabModel, scenario
 from labkit.exercises.core import Exercise, smallest_that_holds, whole_number
+from labkit.offload import truncate_args
 
 __all__ = ["q1"]
 
@@ -13,7 +15,6 @@ __all__ = ["q1"]
 def _last_request() -> tuple:
     """The messages of the last model call of the briefings turn, with no offloading: the
     request whose old write_file arguments ``args_keep`` decides about."""
-    from labkit import LabModel, scenario
 
     model = LabModel(window=1_000_000)  # a window nothing overflows: the request is the same
     scenario.run(model, turns=(scenario.BRIEFINGS,))
@@ -29,7 +30,6 @@ def _writes(messages) -> list[tuple[str, str]]:
 def _in_full(n: int) -> list[bool]:
     """For each write_file call of the last request: is it seen in full with the last ``n``
     messages protected?"""
-    from labkit.offload import truncate_args
 
     messages = list(_last_request())
     seen = truncate_args(messages, protect_from=len(messages) - n)

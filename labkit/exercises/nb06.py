@@ -12,7 +12,12 @@ from __future__ import annotations
 from collections import Counter
 from functools import cache
 
+from deepagents import HarnessProfile, register_harness_profile
+
+from labkit import LabModel, scenario
 from labkit.exercises.core import Exercise
+from labkit.model import PROVIDER
+from labkit.tokens import count_tokens
 
 __all__ = ["WINDOW", "q1"]
 
@@ -27,10 +32,6 @@ def _run(excluded: frozenset[str]):
     A profile registration is process-wide and merges on re-registration, so each exclusion set
     gets a model name of its own and never leaks into another run.
     """
-    from deepagents import HarnessProfile, register_harness_profile
-
-    from labkit import LabModel, scenario
-    from labkit.model import PROVIDER
 
     name = "lab-model-nb06-q1" + "".join(f"-{n}" for n in sorted(excluded))
     if excluded:
@@ -45,7 +46,6 @@ def _called(run) -> Counter:
 
 def _tax(model) -> int:
     """Tool-schema tokens on the first call: what the model received minus the messages."""
-    from labkit.tokens import count_tokens
 
     first = model.calls[0]
     return first.input_tokens - count_tokens(first.messages)

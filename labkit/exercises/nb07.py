@@ -11,7 +11,9 @@ from __future__ import annotations
 
 from functools import lru_cache
 
+from labkit import LabModel, scenario
 from labkit.exercises.core import Exercise, largest_that_holds, whole_number
+from labkit.summarize import SummarizeMiddleware
 
 __all__ = ["WINDOW", "q1", "refused"]
 
@@ -23,9 +25,6 @@ FALLBACK = 170_000
 def refused(n: int) -> tuple[int, int] | None:
     """``(model call, tokens)`` of the first request the model refused with
     ``SummarizeMiddleware(trigger=("tokens", n))`` on a no-profile 128k model, or ``None``. Notebook 07."""
-    from labkit import scenario
-    from labkit.model import LabModel
-    from labkit.summarize import SummarizeMiddleware
 
     model = LabModel(window=WINDOW, profile=None)
     run = scenario.run(model, middleware=[SummarizeMiddleware(model, trigger=("tokens", n))])
@@ -34,7 +33,6 @@ def refused(n: int) -> tuple[int, int] | None:
 
 def _names() -> dict:
     """The names notebook 07 has imported by its exercise."""
-    from labkit import LabModel, scenario
 
     return {"scenario": scenario, "LabModel": LabModel}
 

@@ -9,9 +9,13 @@ one, says what sits at the position given.
 
 from __future__ import annotations
 
+import sys
 from functools import cache
 
+from labkit import LabModel, scenario
 from labkit.exercises.core import Exercise, as_whole
+from labkit.summarize import SummarizeMiddleware, cut_point, safe_cut
+from labkit.tokens import count_tokens
 
 __all__ = ["KS", "WINDOW", "history", "q1"]
 
@@ -22,17 +26,12 @@ KS = (9, 10, 13, 14, 20, 25)
 @cache
 def history() -> tuple:
     """The 32 messages of notebook 08's run, oldest first."""
-    from labkit import LabModel, scenario
-    from labkit.summarize import SummarizeMiddleware
 
     model = LabModel(window=WINDOW)
     return tuple(scenario.run(model, middleware=[SummarizeMiddleware(model)]).messages)
 
 
 def _right(k: int) -> int:
-    from labkit.summarize import cut_point
-    from labkit.tokens import count_tokens
-
     return cut_point(list(history()), ("messages", k), None, count_tokens)
 
 
@@ -47,9 +46,6 @@ def _describe(message) -> str:
 def _names() -> dict:
     """The names notebook 08 has defined by its exercise: its history, and its pair-safe cut
     (section 3's ``my_safe_cut``, which agrees with labkit's ``safe_cut``)."""
-    import sys
-
-    from labkit.summarize import safe_cut
 
     return {"history": list(history()), "my_safe_cut": safe_cut, "nb08": sys.modules[__name__]}
 

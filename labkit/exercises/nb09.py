@@ -11,7 +11,11 @@ from __future__ import annotations
 
 from functools import cache
 
+from langchain_core.messages import BaseMessage
+
+from labkit import LabModel, scenario
 from labkit.exercises.core import Exercise
+from labkit.summarize import SummarizeMiddleware, events_of, view
 
 __all__ = ["CALL", "WINDOW", "q1", "recorded"]
 
@@ -22,8 +26,6 @@ CALL = 8
 @cache
 def recorded():
     """``(run, agent_calls)``: notebook 09's run and what the lab model received on each agent call."""
-    from labkit import LabModel, scenario
-    from labkit.summarize import SummarizeMiddleware
 
     model = LabModel(window=WINDOW)
     run = scenario.run(model, middleware=[SummarizeMiddleware(model)])
@@ -32,7 +34,6 @@ def recorded():
 
 def _names() -> dict:
     """The names notebook 09 has defined by its exercise."""
-    from labkit.summarize import events_of, view
 
     return {"run": recorded()[0], "events_of": events_of, "view": view}
 
@@ -45,10 +46,6 @@ def _key(messages) -> tuple:
 
 
 def _check_q1(answer) -> str | None:
-    from langchain_core.messages import BaseMessage
-
-    from labkit.summarize import events_of, view
-
     if not isinstance(answer, (list, tuple)) or not all(isinstance(m, BaseMessage) for m in answer):
         return (f"answer with a list of messages — the view the model got on call {CALL} "
                 f"(not {type(answer).__name__})")

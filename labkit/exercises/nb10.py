@@ -13,7 +13,9 @@ from __future__ import annotations
 import re
 from functools import cache
 
+from labkit import LabModel, scenario
 from labkit.exercises.core import Exercise
+from labkit.summarize import SummarizeMiddleware, events_of
 
 __all__ = ["KPI", "TICKER", "WINDOW", "q1"]
 
@@ -24,7 +26,6 @@ TICKER, KPI = "EMBR", "logo_churn_q3"
 @cache
 def _figures() -> dict[tuple[str, str], str]:
     """Every KPI of every export: (ticker, kpi) -> the figure as written, e.g. '39.1%'."""
-    from labkit import scenario
 
     found = {}
     for c in scenario.companies():
@@ -37,8 +38,6 @@ def _figures() -> dict[tuple[str, str], str]:
 @cache
 def _chained():
     """Notebook 10's ``chained``: the run at WINDOW under SummarizeMiddleware, four compactions."""
-    from labkit import LabModel, scenario
-    from labkit.summarize import SummarizeMiddleware
 
     model = LabModel(window=WINDOW)
     return scenario.run(model, middleware=[SummarizeMiddleware(model)])
@@ -46,7 +45,6 @@ def _chained():
 
 def _names() -> dict:
     """The names notebook 10 has defined by its exercise."""
-    from labkit.summarize import events_of
 
     return {"chained": _chained(), "events_of": events_of}
 

@@ -9,7 +9,11 @@ from __future__ import annotations
 
 from functools import cache
 
+from langchain_core.messages import HumanMessage, ToolMessage
+
+from labkit import LabModel, scenario
 from labkit.exercises.core import Exercise, largest_that_holds, two_decimals
+from labkit.summarize import SummarizeMiddleware
 
 __all__ = ["q1"]
 
@@ -19,10 +23,6 @@ WINDOW = 128_000
 @cache
 def _turn2_answer(gate: float) -> str:
     """What compact_conversation answered at the start of turn 2, with this gate."""
-    from langchain_core.messages import HumanMessage, ToolMessage
-
-    from labkit import LabModel, scenario
-    from labkit.summarize import SummarizeMiddleware
 
     model = LabModel(window=WINDOW, compact_when="boundary")
     run = scenario.run(model, middleware=[SummarizeMiddleware(model, manual_tool=True, gate=gate)])

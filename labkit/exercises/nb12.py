@@ -8,8 +8,11 @@ and with the answer minus one, so it checks behaviour, not a number typed in her
 from __future__ import annotations
 
 from functools import cache
+from types import SimpleNamespace
 
+from labkit import LabModel, scenario
 from labkit.exercises.core import Exercise, smallest_that_holds, whole_number
+from labkit.isolate import IsolateMiddleware, SubagentSpec
 
 __all__ = ["q1"]
 
@@ -19,8 +22,6 @@ WINDOW = 200_000
 @cache
 def _fanout(cap: int):
     """The fan-out with every researcher's reply capped at ``cap`` tokens: (run, children)."""
-    from labkit import LabModel, scenario
-    from labkit.isolate import IsolateMiddleware, SubagentSpec
 
     model = LabModel(window=WINDOW, delegate_research=True)
     iso = IsolateMiddleware(model, [SubagentSpec(**scenario.researcher(), output_cap=cap)])
@@ -33,9 +34,6 @@ def _answers(cap: int) -> bool:
 
 def _names() -> dict:
     """The names notebook 12 has defined by its exercise: ``iso`` of a run no cap reaches."""
-    from types import SimpleNamespace
-
-    from labkit import scenario
 
     return {"iso": SimpleNamespace(children=_fanout(10_000)[1]), "scenario": scenario}
 

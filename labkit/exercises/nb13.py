@@ -11,7 +11,11 @@ recorded preference reached thread 2, and no report file went into the store.
 
 from __future__ import annotations
 
+from deepagents.backends import CompositeBackend, StateBackend, StoreBackend
+
+from labkit import LabModel, scenario
 from labkit.exercises.core import Exercise
+from labkit.model import prompt_sections
 
 __all__ = ["MEMORY", "q1"]
 
@@ -20,8 +24,6 @@ SOURCES_RULE = "Always end reports with a 'Sources' line."
 
 
 def _memory_seen(model) -> str:
-    from labkit.model import prompt_sections
-
     return prompt_sections(model.calls[0].messages)["memory"] if model.calls else ""
 
 
@@ -31,17 +33,12 @@ def _stored_paths(store) -> list[str]:
 
 def _names() -> dict:
     """The names notebook 13 has imported by its exercise."""
-    from deepagents.backends import CompositeBackend, StateBackend, StoreBackend
-
-    from labkit import scenario
 
     return {"CompositeBackend": CompositeBackend, "StateBackend": StateBackend,
             "StoreBackend": StoreBackend, "scenario": scenario}
 
 
 def _check_q1(answer) -> str | None:
-    from labkit import LabModel, scenario
-
     if not callable(answer):
         return ("answer with a function that takes the store and returns a backend, such as "
                 f"`def answer(store): return ...`, not {answer!r}")

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from functools import cache
 
+from labkit import evals
 from labkit.exercises.core import Exercise, smallest_that_holds, whole_number
 
 __all__ = ["q1"]
@@ -20,7 +21,6 @@ TRIGGER = 8
 @cache
 def _outcome(keep: int) -> tuple[int, int, bool]:
     """(goal losses, steps repeated, goal completed) of the todo-anchored run at this keep."""
-    from labkit import evals
 
     score = evals.forced_compaction("todo", trigger=TRIGGER, keep=keep).score
     return score.goal_lost, score.steps_repeated, score.goal_completed

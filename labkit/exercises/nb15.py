@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from functools import cache
 
+from labkit import evals
 from labkit.exercises.core import Exercise, largest_that_holds, two_decimals
 
 __all__ = ["q1"]
@@ -22,7 +23,6 @@ WINDOW = 128_000
 @cache
 def _compactions(trigger: float) -> int:
     """How many times the recommended stack compacts at this trigger fraction."""
-    from labkit import evals
 
     setting = evals.Setting("q1", window=WINDOW, trigger=("fraction", trigger), keep=KEEP)
     run, _ = evals.trial(setting)

@@ -11,7 +11,10 @@ from __future__ import annotations
 
 from langchain.agents.middleware import AgentMiddleware
 
+from labkit import scenario
+from labkit.diagnose import diagnose
 from labkit.exercises.core import Exercise
+from labkit.model import LabModel
 
 __all__ = ["WINDOW", "patient", "q1", "treated"]
 
@@ -20,8 +23,6 @@ WINDOW = 60_000
 
 def patient():
     """The sick run: ``(model, run)`` of the scenario under create_deep_agent's defaults. Notebook 16."""
-    from labkit import scenario
-    from labkit.model import LabModel
 
     model = LabModel(window=WINDOW)
     return model, scenario.run(model, harness="deep")
@@ -29,8 +30,6 @@ def patient():
 
 def treated(answer):
     """``(model, run)`` of the same scenario with ``answer(model)`` as the middleware. Notebook 16."""
-    from labkit import scenario
-    from labkit.model import LabModel
 
     model = LabModel(window=WINDOW)
     middleware = answer(model)
@@ -41,8 +40,6 @@ def treated(answer):
 
 
 def _check_q1(answer) -> str | None:
-    from labkit.diagnose import diagnose
-
     if not callable(answer):
         return ("answer with a function that takes the model and returns a list of middleware, "
                 f"like `def answer(model): return [...]` — not {answer!r}")
