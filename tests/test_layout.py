@@ -156,3 +156,16 @@ def test_the_private_name_pattern_catches_each_form():
               "summarize._cut(history)"]
     allowed = ["from labkit.model import lab_summary", "labkit.model.__all__", "nb01.q1.check(answer)"]
     assert all(PRIVATE.search(s) for s in caught) and not any(PRIVATE.search(s) for s in allowed)
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_no_import_inside_a_function_without_a_reason(name):
+    """Rule 6: an import inside a function must say why on its line or the line above (a cycle it
+    breaks, or a heavy import it defers)."""
+    source = MODULES[name].read_text(encoding="utf-8")
+    lines = source.splitlines()
+    bare = [f"line {n.lineno}: {ast.unparse(n)}" for fn in ast.walk(ast.parse(source))
+            if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) for n in ast.walk(fn)
+            if isinstance(n, (ast.Import, ast.ImportFrom))
+            and "#" not in lines[n.lineno - 1] and not lines[n.lineno - 2].strip().startswith("#")]
+    assert not bare, f"{MODULES[name].relative_to(ROOT)} imports inside functions: {bare}"
