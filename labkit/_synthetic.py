@@ -12,13 +12,12 @@ from typing import Any
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
 from labkit import scenario
+from labkit._sizes import check_count
 from labkit.model import LabModel
 from labkit.tokens import TokenCounter, cost
-from labkit.trace import CallRecord, kind_of
+from labkit.trace import MESSAGE_KINDS, CallRecord, kind_of
 
 __all__ = ["synthetic_run"]
-
-_MESSAGE_KINDS = ("human", "ai", "tool", "summary")
 
 
 def _relabel(message: BaseMessage, week: int) -> BaseMessage:
@@ -40,8 +39,7 @@ def synthetic_run(turns: int = 200, source: Any = None):
     calls, each seeing everything before it; the records are measured as the Recorder measures.
     Nothing here ran a model: the trajectory is synthetic, and for timing and curves only.
     """
-    if isinstance(turns, bool) or not isinstance(turns, int) or turns <= 0:
-        raise ValueError(f"turns must be a whole number of model calls > 0, got {turns!r}")
+    check_count("turns", turns, "model calls")
     source = scenario.run(LabModel(window=1_000_000)) if source is None else source
     if source.error is not None or any(r.error for r in source.records) or not source.records:
         raise ValueError("synthetic_run needs a source run with records and no failed call "
@@ -51,7 +49,7 @@ def synthetic_run(turns: int = 200, source: Any = None):
     messages: list[BaseMessage] = []
     records: list[CallRecord] = []
     sizes: list[int] = [0]
-    kinds: dict[str, list[int]] = {k: [0] for k in _MESSAGE_KINDS}
+    kinds: dict[str, list[int]] = {k: [0] for k in MESSAGE_KINDS}
     for i in range(turns):
         week, r = divmod(i, week_calls)
         if week * week_messages >= len(messages):
@@ -60,11 +58,11 @@ def synthetic_run(turns: int = 200, source: Any = None):
                 size = counter.message(m)
                 messages.append(m)
                 sizes.append(sizes[-1] + size)
-                for k in _MESSAGE_KINDS:
+                for k in MESSAGE_KINDS:
                     kinds[k].append(kinds[k][-1] + (size if kind_of(m) == k else 0))
         base = source.records[r]
         n = week * week_messages + base.messages_stored
-        by = {**base.by_kind, **{k: kinds[k][n] for k in _MESSAGE_KINDS}}
+        by = {**base.by_kind, **{k: kinds[k][n] for k in MESSAGE_KINDS}}
         seen = sum(by.values())
         records.append(CallRecord(
             index=i, turn=week * len(scenario.TURNS) + base.turn, stored=sizes[n], seen=seen,

@@ -1,35 +1,14 @@
 """Targeted evals: goal retention, needle recovery and repeated work, read off finished runs.
 
-Notebook 14 introduces them (goal anchors under forced compaction); notebook 15 builds the grid.
+Notebook 14: :func:`forced_compaction` runs the scenario under deepagents with frequent forced
+compaction, with or without a goal anchor; :func:`reminded` plays a user who repeats a request
+the agent lost; :func:`drift` reads one table row off the run. Notebook 15 builds the eval grid:
+a :class:`Setting` per configuration, :func:`trial` runs it, :func:`row` and :func:`grid` read
+compactions, goal, needle (and :func:`needle_source`, where it came from) and tokens sent.
 
-* :func:`forced_compaction` — the running example under deepagents with frequent forced
-  compaction (its own ``SummarizationMiddleware``, built by hand: every ``trigger`` messages,
-  keep ``keep``, the constructor's other defaults), with or without a goal anchor.
-* :func:`reminded` — the user turns, with a user who answers "what should I work on?" by sending
-  the same request again (at most ``times`` per turn). A goal lost then costs what it costs in
-  real life: the user repeats themselves, and the agent redoes whatever it can no longer see.
-* :func:`anchor_calls` — the tool calls that keep a goal anchor: ``write_todos``, and any file
-  tool on ``/progress.md``.
-* :func:`drift` — one row for a table: goal losses, steps repeated, goal completed, needle,
-  model calls, tokens sent, anchor calls and the tokens of the anchor's own messages.
-
-Notebook 15 — the eval grid:
-
-* :class:`Setting` — one configuration: labkit's middleware (offload first, then summarize) or
-  deepagents' own stack, the harness, the window, trigger and keep, with or without offloading
-  and an archive.
-* :func:`trial` — run the scenario under one setting on a fresh ``LabModel``: ``(run, model)``.
-* :func:`compactions` — ``(call, cut)`` for each call that first saw a new summary, read from the
-  Recorder's records, so it counts labkit's and deepagents' compactions alike.
-* :func:`needle_source` — where the needle's answer came from, read from ``run.messages``:
-  ``"context"`` (no read was needed), a grep or read of the ``"archive"`` or of an
-  ``"offload file"`` (or ``"other file"``), else ``"lost"`` — or ``"not asked"``.
-* :func:`row` and :func:`grid` — one table row per setting: compactions, goal kept, needle and
-  where it came from, steps repeated, calls, and tokens sent, summary calls included.
-
-What it leaves out: judging a real model's wording. A goal loss is the lab model's fixed reply
-(``prompts.GOAL_LOST``), as in ``scenario.score``; a real model says it in its own words. The grid
-runs on ``LabModel`` only: its call log is where the summary calls' tokens are read.
+What it leaves out: judging a real model's wording — a goal loss is the lab model's fixed reply
+(``prompts.GOAL_LOST``), as in ``scenario.score``. The grid runs on ``LabModel`` only: its call
+log is where the summary calls' tokens are read.
 """
 
 from __future__ import annotations
@@ -37,11 +16,20 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+from deepagents.backends import StateBackend
+from deepagents.middleware.filesystem import FilesystemMiddleware
+from deepagents.middleware.summarization import SummarizationMiddleware, compute_summarization_defaults
+from langchain.agents.middleware import TodoListMiddleware
+from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
-from labkit.model import PROGRESS_PATH, PROGRESS_PROMPT, TODO_TOOL
+from labkit import scenario
+from labkit._paths import HISTORY_DIR, RESULTS_DIR
+from labkit._sizes import check_count, check_limit
+from labkit.model import PROGRESS_PATH, PROGRESS_PROMPT, TODO_TOOL, LabModel
+from labkit.offload import OffloadMiddleware
 from labkit.prompts import GOAL_LOST
-from labkit.tokens import TokenCounter
+from labkit.summarize import SummarizeMiddleware
+from labkit.tokens import TokenCounter, message_text
 
 __all__ = ["ANCHORS", "MIDDLEWARE", "NEEDLE_SOURCES", "Setting", "anchor_calls", "compactions", "drift",
            "forced_compaction", "grid", "needle_source", "reminded", "row", "trial"]
@@ -49,7 +37,7 @@ __all__ = ["ANCHORS", "MIDDLEWARE", "NEEDLE_SOURCES", "Setting", "anchor_calls",
 ANCHORS = ("none", "todo", "progress")
 MIDDLEWARE = ("labkit", "deepagents")
 NEEDLE_SOURCES = ("context", "archive", "offload file", "other file", "lost", "not asked")
-_FOLDERS = {"/conversation_history/": "archive", "/large_tool_results/": "offload file"}
+_FOLDERS = {f"{HISTORY_DIR}/": "archive", f"{RESULTS_DIR}/": "offload file"}
 
 
 def reminded(turns: Iterable[str], model, times: int = 2) -> Iterator[str]:
@@ -57,10 +45,11 @@ def reminded(turns: Iterable[str], model, times: int = 2) -> Iterator[str]:
     what you asked me to do" (at most ``times`` in a row), yield the same turn again.
 
     Pass it as ``scenario.run(model, turns=reminded(scenario.TURNS, model))``: the run reads the
-    turns one at a time, so each reminder sees the reply to the turn before it.
+    turns one at a time, so each reminder sees the reply to the turn before it. A goal lost then
+    costs what it costs in real life: the user repeats themselves, and the agent redoes whatever
+    it can no longer see. Notebook 14.
     """
-    if isinstance(times, bool) or not isinstance(times, int) or times < 0:
-        raise ValueError(f"times must be a whole number of reminders, 0 or more; got {times!r}")
+    check_count("times", times, "reminders", least=0)
     if not hasattr(model, "calls"):
         raise TypeError(f"reminded() reads the lab model's call log; {type(model).__name__} has "
                         "no .calls (use labkit.LabModel)")
@@ -83,15 +72,8 @@ def forced_compaction(anchor: str = "none", *, trigger: int = 8, keep: int = 4, 
     The middleware keeps its constructor's default ``trim_tokens_to_summarize`` (4,000): the
     summarizer reads only the last 4,000 tokens of what it folds, from a human message on, so a
     folded export leaves the summary without the request. (``create_summarization_middleware``,
-    the factory ``create_deep_agent`` uses, sets it to ``None``.)
+    the factory ``create_deep_agent`` uses, sets it to ``None``.) Notebook 14.
     """
-    from deepagents.backends import StateBackend
-    from deepagents.middleware.summarization import SummarizationMiddleware
-    from langchain.agents.middleware import TodoListMiddleware
-
-    from labkit import scenario
-    from labkit.model import LabModel
-
     if anchor not in ANCHORS:
         raise ValueError(f"anchor must be one of {ANCHORS}, not {anchor!r}")
     model = LabModel(window=1_000_000) if model is None else model
@@ -106,14 +88,16 @@ def forced_compaction(anchor: str = "none", *, trigger: int = 8, keep: int = 4, 
 
 def anchor_calls(messages: Iterable[BaseMessage]) -> list[dict]:
     """The tool calls in ``messages`` that keep an anchor: ``write_todos``, or a file tool whose
-    path is ``/progress.md``."""
+    path is ``/progress.md``. Notebook 14."""
     return [tc for m in messages if isinstance(m, AIMessage) for tc in m.tool_calls
             if tc["name"] == TODO_TOOL
             or PROGRESS_PATH in (tc["args"].get("file_path"), tc["args"].get("path"))]
 
 
 def drift(run, counter: TokenCounter | None = None) -> dict:
-    """How a run fared against goal drift, as one table row (see the module docstring).
+    """How a run fared against goal drift, as one table row: goal losses, steps repeated, goal
+    completed, needle, model calls, tokens sent, anchor calls and the anchor's own tokens.
+    Notebook 14.
 
     ``anchor tokens`` counts the anchor's own messages once each (its calls and the tools'
     answers); every later call that still sees them pays for them again, which ``tokens sent``
@@ -138,7 +122,7 @@ def drift(run, counter: TokenCounter | None = None) -> dict:
 
 @dataclass(frozen=True)
 class Setting:
-    """One configuration of the eval grid.
+    """One configuration of the eval grid. Notebook 15.
 
     ``middleware="labkit"``: ``OffloadMiddleware`` (if ``offload``), then ``SummarizeMiddleware``
     (if ``summarize``) — offload first — under ``create_agent`` (``harness="agent"``, its default)
@@ -181,50 +165,38 @@ class Setting:
         if self.trim is not None and self.middleware != "deepagents":
             raise ValueError(f"{self.name}: trim is deepagents' trim_tokens_to_summarize; labkit's "
                              "summarizer always reads everything it folds")
-        if isinstance(self.window, bool) or not isinstance(self.window, int) or self.window <= 0:
-            raise ValueError(f"{self.name}: window must be a whole number of tokens > 0, got {self.window!r}")
+        check_limit(f"{self.name}: window", self.window, allow_none=False)
         if not self.summarize and (self.trigger, self.keep) != (None, None):
             raise ValueError(f"{self.name}: trigger and keep need summarize=True")
 
 
-def _no_archive():
+class _NoArchive(StateBackend):
     """A state backend whose writes fail: the summarizer cannot archive (``archive=False``)."""
-    from deepagents.backends import StateBackend
 
-    class NoArchive(StateBackend):
-        def write(self, file_path, content):
-            raise PermissionError(f"{file_path}: this eval runs without an archive")
+    def write(self, file_path, content):
+        raise PermissionError(f"{file_path}: this eval runs without an archive")
 
-        def edit(self, file_path, *args, **kwargs):
-            raise PermissionError(f"{file_path}: this eval runs without an archive")
-
-    return NoArchive()
+    def edit(self, file_path, *args, **kwargs):
+        raise PermissionError(f"{file_path}: this eval runs without an archive")
 
 
 def _middleware(setting: Setting, model) -> list:
     """The middleware list ``scenario.run`` gets for ``setting``."""
-    from deepagents.backends import StateBackend
-    from deepagents.middleware.filesystem import FilesystemMiddleware
-
     stack = []
     if not setting.offload and setting.harness == "deep":
         stack.append(FilesystemMiddleware(tool_token_limit_before_evict=None))  # replaces it by name
     if setting.middleware == "labkit":
-        from labkit.offload import OffloadMiddleware
-        from labkit.summarize import SummarizeMiddleware
-
         if setting.offload:
             stack.append(OffloadMiddleware())
         if setting.summarize:
-            backend = None if setting.archive else _no_archive()
-            stack.append(SummarizeMiddleware(model, trigger=setting.trigger, keep=setting.keep, backend=backend))
+            backend = None if setting.archive else _NoArchive()
+            stack.append(SummarizeMiddleware(model, trigger=setting.trigger, keep=setting.keep,
+                                             backend=backend))
         return stack
     if (setting.trigger, setting.keep, setting.trim, setting.archive) != (None, None, None, True):
-        from deepagents.middleware.summarization import SummarizationMiddleware, compute_summarization_defaults
-
         defaults = compute_summarization_defaults(model)
         stack.append(SummarizationMiddleware(
-            model, backend=StateBackend() if setting.archive else _no_archive(),
+            model, backend=StateBackend() if setting.archive else _NoArchive(),
             trigger=setting.trigger or defaults["trigger"], keep=setting.keep or defaults["keep"],
             trim_tokens_to_summarize=setting.trim, truncate_args_settings=defaults["truncate_args_settings"]))
     return stack
@@ -232,10 +204,8 @@ def _middleware(setting: Setting, model) -> list:
 
 def trial(setting: Setting):
     """Run the scenario under ``setting`` on a fresh ``LabModel(window=setting.window)``, the user
-    reminding it ``setting.reminders`` times when it loses track. Returns ``(run, model)``."""
-    from labkit import scenario
-    from labkit.model import LabModel
-
+    reminding it ``setting.reminders`` times when it loses track. Returns ``(run, model)``.
+    Notebook 15."""
     if not isinstance(setting, Setting):
         raise TypeError(f"trial takes an evals.Setting, not {type(setting).__name__}")
     model = LabModel(window=setting.window)
@@ -247,7 +217,8 @@ def trial(setting: Setting):
 def compactions(run) -> list[tuple[int, int]]:
     """``(call, cut)`` for each model call that first saw a new summary: the cut is the number of
     stored messages the summary stands for (stored minus kept, the summary itself not counted).
-    Read from the Recorder's records, so it works for labkit's and deepagents' middleware."""
+    Read from the Recorder's records, so it works for labkit's and deepagents' middleware.
+    Notebook 15."""
     out: list[tuple[int, int]] = []
     for r in run.records:
         cut = r.messages_stored - (r.messages_seen - 1)
@@ -256,31 +227,26 @@ def compactions(run) -> list[tuple[int, int]]:
     return out
 
 
-def _text(message: BaseMessage) -> str:
-    return message.content if isinstance(message.content, str) else message.text
-
-
 def needle_source(run) -> str:
     """Where the run's answer to the needle question came from (one of ``NEEDLE_SOURCES``).
 
     Read from ``run.messages`` after the question: the first tool result holding the needle's
     exact line names the file by its path (``/conversation_history/`` is the archive,
     ``/large_tool_results/`` an offload file); a right answer with no such result came from the
-    context itself (the export, or a summary that kept the figure).
+    context itself (the export, or a summary that kept the figure). Notebook 15.
     """
-    from labkit.scenario import NEEDLE_QUESTION, needle
-
     messages = list(run.messages)
+    said = [message_text(m, text_only=True) for m in messages]
     asked = next((i for i, m in enumerate(messages)
-                  if isinstance(m, HumanMessage) and _text(m) == NEEDLE_QUESTION), None)
+                  if isinstance(m, HumanMessage) and said[i] == scenario.NEEDLE_QUESTION), None)
     if asked is None:
         return "not asked"
     if not run.score.needle_correct:
         return "lost"
-    the_needle, after = needle(), messages[asked:]
+    the_needle, after = scenario.needle(), messages[asked:]
     calls = {tc["id"]: tc for m in after if isinstance(m, AIMessage) for tc in m.tool_calls}
-    for m in after:
-        if isinstance(m, ToolMessage) and m.tool_call_id in calls and the_needle.find(_text(m)):
+    for m, text in zip(after, said[asked:]):
+        if isinstance(m, ToolMessage) and m.tool_call_id in calls and the_needle.find(text):
             args = calls[m.tool_call_id]["args"]
             path = str(args.get("path") or args.get("file_path") or "")
             return next((kind for folder, kind in _FOLDERS.items() if path.startswith(folder)), "other file")
@@ -288,7 +254,8 @@ def needle_source(run) -> str:
 
 
 def row(setting: Setting, run, model) -> dict:
-    """One grid row for a finished trial (see the module docstring).
+    """One grid row for a finished trial: compactions, goal kept, needle and where it came from,
+    steps repeated, calls, and tokens sent, summary calls included. Notebook 15.
 
     ``tokens sent`` is every input token the model received: the agent's calls (as the Recorder
     measured them; a refused call costs nothing) plus the summary calls (the lab model's own log).
@@ -307,7 +274,7 @@ def row(setting: Setting, run, model) -> dict:
 
 
 def grid(settings: Sequence[Setting]) -> list[dict]:
-    """Run every setting (:func:`trial`) and return one :func:`row` each, in order."""
+    """Run every setting (:func:`trial`) and return one :func:`row` each, in order. Notebook 15."""
     settings = list(settings)
     names = [s.name for s in settings if isinstance(s, Setting)]
     if len(set(names)) != len(names):

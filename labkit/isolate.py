@@ -2,48 +2,26 @@
 
 Notebook 12 introduces it. Offloading and summarization repair a context after it has grown;
 isolation keeps the noise out from the start. :class:`IsolateMiddleware` gives the agent one tool,
-``task(description, subagent_type)``, and for each call:
+``task(description, subagent_type)``; each call runs a fresh child agent (a :class:`SubagentSpec`)
+that starts from the description alone, shares the parent's files, and sends back one message —
+its last AI text, capped — while its own model calls are accounted apart (:class:`ChildRun`).
+The pure helpers (:func:`child_state`, :func:`final_text`, :func:`cap_output`; ``check_call`` and
+``file_updates`` from its private modules) are what the middleware is made of.
 
-* **a fresh context** — the child starts from ``[HumanMessage(description)]`` and its own system
-  prompt and tools (a :class:`SubagentSpec`); nothing of the parent's conversation goes down;
-* **shared files** — the child gets the parent's files and its writes come back as a ``files``
-  update (with deepagents' ``StateBackend``, files live in state; another backend is shared
-  as it is), so a child can leave its raw notes in a file and return the path. When two calls
-  of one AI message change a path differently — two children, or the parent's own file tool and
-  a child — the first keeps it (the parent's own tool always comes first) and the later child's
-  version goes to ``<path>.<its tool call id>``, its reply an error naming both (with
-  ``StateBackend``; a shared backend is written directly and is not checked);
-* **one message back** — the child's last AI text, cut to the spec's ``output_cap`` tokens with
-  a note saying so; its tool calls and results never reach the parent;
-* **separate accounting** — each child run has its own ``labkit.trace.Recorder``; the middleware
-  keeps one :class:`ChildRun` per task call (thread-safe: langgraph runs the task calls of one
-  AI message in parallel), so a lesson can set the parent's peak against each child's, and count
-  what isolation costs — every child pays its own system prompt and tool schemas on every call.
-
-An unknown ``subagent_type`` or a malformed call (missing or non-text arguments, extra ones) is
-answered with a tool message listing what is allowed, never an exception; so is a child that
-fails (a context overflow, say): the parent's run goes on.
-
-The pure helpers (:func:`check_call`, :func:`child_state`, :func:`final_text`, :func:`cap_output`,
-:func:`file_updates`, :func:`calls_by_context`) are what the middleware is made of.
-
-Unlike deepagents' ``SubAgentMiddleware`` (notebook 12 runs both on the same fan-out): only
-``files`` is passed down (deepagents passes every non-private state key), no general-purpose
-subagent is added for you (:func:`general_purpose` makes one), a deleted file is deleted in the
-parent too, parallel children never overwrite each other's files silently, and a failing child
-does not end the parent's run. What it leaves out: structured output, forked context
-(``mode="fork"``), async remote subagents, human-in-the-loop.
+What it leaves out: structured output, forked context (``mode="fork"``), async remote subagents
+and human-in-the-loop; how it differs from deepagents' ``SubAgentMiddleware`` is in the class.
 """
 
 from __future__ import annotations
 
 import threading
-from contextlib import contextmanager
 from collections.abc import Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
 from deepagents.middleware.filesystem import FilesystemMiddleware, FilesystemState
+from langchain.agents import create_agent
 from langchain.agents.middleware import AgentMiddleware
 from langchain.tools import ToolRuntime
 from langchain_core.language_models import BaseChatModel
@@ -51,49 +29,25 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMe
 from langchain_core.tools import StructuredTool
 from langgraph.errors import GraphBubbleUp
 from langgraph.types import Command
-from pydantic import BaseModel, Field
 
 from labkit._isolate_files import Claim, conflict_reply, file_updates, locate, own_claims, settle
+from labkit._isolate_task import TASK_TOOL, TaskArgs, check_call, task_description
+from labkit._sizes import check_count
 from labkit.prompts import (  # the task tool's texts, importable from here as before
-    BAD_CALL,
+    BAD_CALL,  # noqa: F401
     CHILD_FAILED,
     GENERAL_PURPOSE_DESCRIPTION,
     GENERAL_PURPOSE_PROMPT,
     NO_TEXT,
-    TASK_DESCRIPTION,
+    TASK_DESCRIPTION,  # noqa: F401
     TRUNCATED,
 )
-from labkit.tokens import encoding
+from labkit.tokens import encoding, message_text
 from labkit.trace import CallRecord, Recorder
 
-__all__ = [
-    "GENERAL_PURPOSE_PROMPT",
-    "TASK_TOOL",
-    "ChildRun",
-    "IsolateMiddleware",
-    "SubagentSpec",
-    "calls_by_context",
-    "cap_output",
-    "check_call",
-    "child_state",
-    "cost_rows",
-    "file_updates",
-    "final_text",
-    "general_purpose",
-    "task_description",
-]
-
-TASK_TOOL = "task"
-ARGS = ("description", "subagent_type")
-
-
-class TaskArgs(BaseModel):
-    """The ``task`` tool's arguments, as the model sees them."""
-
-    description: str = Field(description="The whole task for the subagent: all the context it "
-                                         "needs and what to reply with.")
-    subagent_type: str = Field(description="Which subagent: one of the types listed in the tool "
-                                           "description.")
+__all__ = ["GENERAL_PURPOSE_PROMPT", "TASK_TOOL", "ChildRun", "IsolateMiddleware", "SubagentSpec",
+           "calls_by_context", "cap_output", "check_call", "child_state", "cost_rows", "file_updates",
+           "final_text", "general_purpose", "task_description"]
 
 
 # -- the spec ------------------------------------------------------------------------------------
@@ -102,6 +56,7 @@ class TaskArgs(BaseModel):
 @dataclass(frozen=True)
 class SubagentSpec:
     """One kind of subagent: what the parent's ``task`` tool lists, and how a child is built.
+    Notebook 12.
 
     ``tools`` are the child's own (file tools are added by the middleware); ``output_cap`` is the
     most tokens of its reply the parent gets; ``model`` overrides the middleware's model.
@@ -134,17 +89,14 @@ class SubagentSpec:
             raise TypeError(f"SubagentSpec {self.name!r}: tools must be a list of tools, got "
                             f"{type(self.tools).__name__}")
         object.__setattr__(self, "tools", tuple(self.tools))
-        cap = self.output_cap
-        if cap is not None and (isinstance(cap, bool) or not isinstance(cap, int) or cap <= 0):
-            raise ValueError(f"SubagentSpec {self.name!r}: output_cap must be a positive whole "
-                             f"number of tokens or None, got {cap!r}")
+        check_count(f"SubagentSpec {self.name!r}: output_cap", self.output_cap, allow_none=True)
         if self.model is not None and not isinstance(self.model, BaseChatModel):
             raise TypeError(f"SubagentSpec {self.name!r}: model must be a chat model or None, got "
                             f"{type(self.model).__name__}")
 
 
 def general_purpose(tools: Sequence[Any] = (), **overrides: Any) -> SubagentSpec:
-    """A ``general-purpose`` spec, like the one deepagents adds by default."""
+    """A ``general-purpose`` spec, like the one deepagents adds by default. Notebook 12."""
     spec = {"name": "general-purpose", "description": GENERAL_PURPOSE_DESCRIPTION,
             "system_prompt": GENERAL_PURPOSE_PROMPT, "tools": tools, **overrides}
     return SubagentSpec(**spec)
@@ -153,43 +105,14 @@ def general_purpose(tools: Sequence[Any] = (), **overrides: Any) -> SubagentSpec
 # -- pure helpers --------------------------------------------------------------------------------
 
 
-def task_description(specs: Sequence[SubagentSpec]) -> str:
-    """The ``task`` tool's description: one ``- name: description`` line per subagent."""
-    return TASK_DESCRIPTION.format(agents="\n".join(f"- {s.name}: {s.description}" for s in specs))
-
-
-def check_call(args: Any, specs: Sequence[SubagentSpec]) -> str | None:
-    """``None`` for a well-formed call to a known subagent, else the answer the parent gets."""
-    names = [s.name for s in specs]
-    types = ", ".join(f"`{n}`" for n in names)
-    if not isinstance(args, Mapping):
-        return BAD_CALL.format(types=types, problems=f"Got {type(args).__name__} instead of "
-                                                     "named arguments.")
-    problems = []
-    for key in ARGS:
-        if key not in args:
-            problems.append(f"Missing {key}.")
-        elif not isinstance(args[key], str):
-            problems.append(f"{key} must be text, not {type(args[key]).__name__}.")
-        elif not args[key].strip():
-            problems.append(f"{key} is empty.")
-    for key in sorted(set(args) - set(ARGS), key=str):
-        problems.append(f"Unexpected argument {key!r}: put all instructions in description.")
-    if problems:
-        return BAD_CALL.format(types=types, problems=" ".join(problems))
-    if args["subagent_type"] not in names:
-        return (f"Error: there is no subagent type {args['subagent_type']!r}. Allowed "
-                f"subagent_type values: {types}. Call task again with one of them.")
-    return None
-
-
 def child_state(description: str, files: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    """The child's first state: the description as its only message, and the parent's files."""
+    """The child's first state: the description as its only message, and the parent's files
+    (nothing of the parent's conversation goes down). Notebook 12."""
     return {"messages": [HumanMessage(description)], "files": dict(files or {})}
 
 
 def final_text(messages: Sequence[BaseMessage]) -> str:
-    """The child's reply: its last AI message with text (as deepagents picks it)."""
+    """The child's reply: its last AI message with text (as deepagents picks it). Notebook 12."""
     for m in reversed(messages):
         if isinstance(m, AIMessage) and m.text.strip():
             return m.text.rstrip()
@@ -198,7 +121,8 @@ def final_text(messages: Sequence[BaseMessage]) -> str:
 
 def cap_output(text: str, cap: int | None, name: str = "subagent",
                encoding_name: str = "o200k_base") -> tuple[str, int]:
-    """Cut ``text`` to its first ``cap`` BPE tokens and say so; returns (text, tokens before)."""
+    """Cut ``text`` to its first ``cap`` BPE tokens and say so; returns (text, tokens before).
+    Notebook 12."""
     enc = encoding(encoding_name)
     ids = enc.encode(text, disallowed_special=())
     if cap is None or len(ids) <= cap:
@@ -209,11 +133,12 @@ def cap_output(text: str, cap: int | None, name: str = "subagent",
 def calls_by_context(calls: Sequence[Any]) -> dict[str, list[Any]]:
     """Group ``LabModel.calls`` by the context they belong to: the text of each call's first
     human message (a child's is its task description; the parent's is the first user turn).
-    Under deepagents every child shares the parent's model, so this is how to tell them apart."""
+    Under deepagents every child shares the parent's model, so this is how to tell them apart.
+    Notebook 12."""
     groups: dict[str, list[Any]] = {}
     for call in calls:
         first = next((m for m in call.messages if isinstance(m, HumanMessage)), None)
-        groups.setdefault(first.text if first is not None else "", []).append(call)
+        groups.setdefault(message_text(first, text_only=True) if first is not None else "", []).append(call)
     return groups
 
 
@@ -222,7 +147,8 @@ def calls_by_context(calls: Sequence[Any]) -> dict[str, list[Any]]:
 
 @dataclass
 class ChildRun:
-    """One task call: the child's own records, and what the parent got back."""
+    """One task call: the child's own records (its own ``Recorder``), and what the parent got
+    back. Every child pays its own system prompt and tool schemas on every call. Notebook 12."""
 
     order: tuple[int, int]  # (parent message index, position among its tool calls)
     tool_call_id: str
@@ -253,7 +179,8 @@ class ChildRun:
 
 def cost_rows(parent: Sequence[CallRecord], children: Sequence[ChildRun]) -> list[dict[str, Any]]:
     """One row per context — the parent, then each child — for a table: model calls, peak
-    context, input tokens in all, and how many of them were system prompt and tool schemas."""
+    context, input tokens in all, and how many of them were system prompt and tool schemas.
+    Notebook 12."""
     parent = list(getattr(parent, "records", parent))
     rows = [{"context": "parent", "model calls": len(parent),
              "peak": max((r.seen for r in parent), default=0),
@@ -270,7 +197,21 @@ def cost_rows(parent: Sequence[CallRecord], children: Sequence[ChildRun]) -> lis
 
 
 class IsolateMiddleware(AgentMiddleware):
-    """A ``task`` tool that runs each call in a fresh child agent (see the module docstring).
+    """A ``task`` tool that runs each call in a fresh child agent. Notebook 12.
+
+    For each call: **a fresh context** (the child starts from ``[HumanMessage(description)]``, its
+    own system prompt and tools); **shared files** (the child gets the parent's files and its
+    writes come back as a ``files`` update; with ``StateBackend``, when two calls of one AI message
+    change a path differently — two children, or the parent's own file tool and a child — the
+    first keeps it and the later child's version goes to ``<path>.<its tool call id>``, its reply
+    an error naming both); **one message back** (the last AI text, cut to ``output_cap`` tokens);
+    **separate accounting** (one :class:`ChildRun` per call, thread-safe: langgraph runs the task
+    calls of one AI message in parallel). A failing child is answered, and the parent's run goes on.
+
+    Unlike deepagents' ``SubAgentMiddleware`` (notebook 12 runs both on the same fan-out): only
+    ``files`` is passed down, no general-purpose subagent is added for you (:func:`general_purpose`
+    makes one), a deleted file is deleted in the parent too, parallel children never overwrite
+    each other's files silently, and a failing child does not end the parent's run.
 
     ``model`` runs every child whose spec names none. With ``file_tools`` (the default) each child
     gets deepagents' file tools on ``backend`` (``StateBackend`` if None), eviction off as in
@@ -313,7 +254,7 @@ class IsolateMiddleware(AgentMiddleware):
 
     @property
     def children(self) -> list[ChildRun]:
-        """Every task call so far, in the order the parent made them."""
+        """Every task call so far, in the order the parent made them. Notebook 12."""
         with self._lock:
             return sorted(self._children, key=lambda c: c.order)
 
@@ -331,8 +272,6 @@ class IsolateMiddleware(AgentMiddleware):
     # the task call, in three parts: build the child, run it, fold its result back
 
     def _child(self, spec: SubagentSpec, recorder: Recorder):
-        from langchain.agents import create_agent
-
         stack = [FilesystemMiddleware(backend=self.backend, tool_token_limit_before_evict=None,
                                       human_message_token_limit_before_evict=None)] \
             if self.file_tools else []

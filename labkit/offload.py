@@ -1,31 +1,14 @@
 """Offloading (卸载): move big content to a file and keep a path plus a preview in the context.
 
-Notebooks 04 and 05 introduce it. Offloading is the one defence that loses nothing — the full
-text is in a file the agent can page through with ``read_file`` or search with ``grep``.
-:class:`OffloadMiddleware` does three things, each a pure function here plus a thin hook:
+Notebooks 04 and 05 introduce it. Offloading is the one defence that loses nothing: the full text
+is in a file the agent can page through with ``read_file`` or search with ``grep``. The pure
+functions here make the file and the stub; :class:`OffloadMiddleware` applies them to large tool
+results, large human messages and old ``write_file`` / ``edit_file`` arguments.
 
-* **Large tool results** (``wrap_tool_call``): a result over ``tool_limit`` BPE tokens is written
-  to ``/large_tool_results/<safe name>`` before it enters state, and replaced by the path and a
-  head/tail preview with the file's own line numbers. The file tools are exempt, so reading an
-  evicted result back never evicts it again.
-* **Old tool inputs** (``wrap_model_call``): once the request passes ``args_trigger``, long string
-  arguments of ``write_file`` / ``edit_file`` calls older than the protected ``args_keep`` window
-  are shortened *in the request only*; state keeps them, and the file holds the content anyway.
-* **Large human messages** (``wrap_model_call``): a user message over ``human_limit`` tokens is
-  saved under ``/conversation_history/``; state keeps it whole and the model sees path + preview.
-
-It writes through deepagents' backends (``StateBackend`` by default, ``FilesystemBackend`` on
-disk), so deepagents' own ``read_file`` and ``grep`` read what it wrote.
-
-Unlike deepagents' ``FilesystemMiddleware``, which tests ``len(text) > 4 * limit`` characters, the
-limits here are real tokens — so a Chinese or digit-heavy result is judged by what it costs. And
-file names are made injective: two tool-call ids never share a file. Lines longer than
-``LINE_LIMIT`` characters are wrapped in the file (a line ending in ``WRAP_MARK`` continues on
-the next), because ``read_file`` can return at most 80,000 characters at once, and the file ends
-with an ``END_MARK`` line; :func:`unwrap` restores the exact original from the file.
-
-What it leaves out: binary content (images stay in the message as they are), and eviction of
-``task`` results by size alone — subagent reports are the isolation lesson's business.
+Unlike deepagents' ``FilesystemMiddleware`` (``len(text) > 4 * limit`` characters), the limits are
+real tokens, so Chinese or digit-heavy text is judged by what it costs; and file names are
+injective: two tool-call ids never share a file. What it leaves out: binary content (images stay
+in the message), and evicting ``task`` results by size alone (isolation's business, notebook 12).
 """
 
 from __future__ import annotations
@@ -36,37 +19,27 @@ import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from deepagents.backends import StateBackend
+from deepagents.middleware.filesystem import FilesystemState
 from langchain.agents.middleware import AgentMiddleware
 from langchain.agents.middleware.types import ExtendedModelResponse
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from langgraph.types import Command
 
 from labkit import prompts
-from labkit._sizes import check_limit, check_size, size_threshold
-from labkit.tokens import TokenCounter
+from labkit._offload_files import write_free
+from labkit._paths import HISTORY_DIR, RESULTS_DIR
+from labkit._sizes import check_count, check_limit, check_size, size_threshold
+from labkit.tokens import TokenCounter, message_text
+from labkit.trace import measure
 
-__all__ = [
-    "EXEMPT_TOOLS",
-    "HISTORY_DIR",
-    "LINE_LIMIT",
-    "RESULTS_DIR",
-    "END_MARK",
-    "WRAP_MARK",
-    "OffloadMiddleware",
-    "preview",
-    "result_path",
-    "safe_name",
-    "stored_text",
-    "truncate_args",
-    "unwrap",
-    "wrap_long_lines",
-]
+__all__ = ["END_MARK", "EXEMPT_TOOLS", "HISTORY_DIR", "LINE_LIMIT", "RESULTS_DIR", "WRAP_MARK",
+           "OffloadMiddleware", "preview", "result_path", "safe_name", "stored_text", "truncate_args",
+           "unwrap", "wrap_long_lines"]
 
-RESULTS_DIR = "/large_tool_results"
-HISTORY_DIR = "/conversation_history"
 EXEMPT_TOOLS = frozenset({"ls", "glob", "grep", "read_file", "edit_file", "write_file", "delete"})
 TRUNCATED_TOOLS = ("write_file", "edit_file")
-LINE_LIMIT = 5_000
+LINE_LIMIT = 5_000  # read_file returns at most 80,000 characters at once: longer lines are wrapped
 WRAP_MARK = " ↩"
 END_MARK = "[end of offloaded content]"
 OFFLOADED = "lc_offloaded_to"  # additional_kwargs key: where this message's full text lives
@@ -79,7 +52,7 @@ _SAFE = re.compile(r"[A-Za-z0-9_-]{1,64}")
 def safe_name(identifier: str) -> str:
     """A file name for a tool-call id: the id itself when it is plain (letters, digits, ``_``,
     ``-``; at most 64), else a cleaned prefix plus ``.h`` and a hash of the whole id. Plain names
-    have no dot, so the two kinds never meet, and different ids never share a name."""
+    have no dot, so the two kinds never meet, and different ids never share a name. Notebook 04."""
     if _SAFE.fullmatch(identifier):
         return identifier
     cleaned = re.sub(r"[^A-Za-z0-9_-]+", "_", identifier)[:40].strip("_") or "id"
@@ -87,13 +60,14 @@ def safe_name(identifier: str) -> str:
 
 
 def result_path(tool_call_id: str) -> str:
-    """Where an evicted tool result goes."""
+    """Where an evicted tool result goes: ``/large_tool_results/<safe name>``. Notebook 04."""
     return f"{RESULTS_DIR}/{safe_name(tool_call_id)}"
 
 
 def wrap_long_lines(text: str, limit: int = LINE_LIMIT) -> str:
     """Split every line longer than ``limit`` characters; each piece but the last ends in
-    ``WRAP_MARK``. Lines that already end in the mark are wrapped too, so :func:`unwrap` is exact."""
+    ``WRAP_MARK``. Lines that already end in the mark are wrapped too, so :func:`unwrap` is exact.
+    Notebook 04."""
     out = []
     for line in text.split("\n"):
         if len(line) <= limit and not line.endswith(WRAP_MARK):
@@ -109,20 +83,21 @@ def wrap_long_lines(text: str, limit: int = LINE_LIMIT) -> str:
 
 def stored_text(text: str) -> str:
     """What goes into the file: long lines wrapped, then one ``END_MARK`` line. read_file shows
-    lines, so without the end line a reader could not tell whether the text ended in a newline."""
+    lines, so without the end line a reader could not tell whether the text ended in a newline.
+    Notebook 04."""
     return wrap_long_lines(text) + "\n" + END_MARK
 
 
 def unwrap(text: str) -> str:
     """The exact original of a :func:`stored_text` (or :func:`wrap_long_lines`) result: drop the
-    end line, and join each line ending in ``WRAP_MARK`` with the next."""
+    end line, and join each line ending in ``WRAP_MARK`` with the next. Notebook 04."""
     text = text.removesuffix("\n" + END_MARK)
     return text.replace(WRAP_MARK + "\n", "")
 
 
 def preview(text: str, head: int = 5, tail: int = 5, line_chars: int = 1000) -> str:
     """The first ``head`` and last ``tail`` lines, numbered as in the file, each clipped to
-    ``line_chars`` characters, with a marker for the lines left out."""
+    ``line_chars`` characters, with a marker for the lines left out. Notebook 04."""
     lines = text.split("\n")
     width = len(str(len(lines)))
     shown = list(range(len(lines))) if len(lines) <= head + tail else \
@@ -133,7 +108,8 @@ def preview(text: str, head: int = 5, tail: int = 5, line_chars: int = 1000) -> 
             out.append(f"... [{len(lines) - head - tail:,} lines not shown] ...")
             continue
         line = lines[i]
-        clipped = line[:line_chars] + (f" …[{len(line) - line_chars:,} more characters]" if len(line) > line_chars else "")
+        more = len(line) - line_chars
+        clipped = line[:line_chars] + (f" …[{more:,} more characters]" if more > 0 else "")
         out.append(f"{i + 1:>{width}}  {clipped}")
     return "\n".join(out)
 
@@ -146,7 +122,8 @@ def _stub(template: str, path: str, stored: str, tokens: int, head: int, tail: i
 def truncate_args(messages: Sequence[BaseMessage], protect_from: int,
                   max_length: int = 2000) -> list[BaseMessage]:
     """Shorten long string arguments of ``write_file`` / ``edit_file`` calls in the AI messages
-    before index ``protect_from``. Returns a new list; the messages given are not changed."""
+    before index ``protect_from``. Returns a new list; the messages given are not changed.
+    Notebook 05."""
     out = list(messages)
     for i, m in enumerate(messages[:max(protect_from, 0)]):
         if not isinstance(m, AIMessage) or not m.tool_calls:
@@ -159,7 +136,8 @@ def truncate_args(messages: Sequence[BaseMessage], protect_from: int,
                 for key, value in args.items():
                     if isinstance(value, str) and len(value) > max_length:
                         keep = max_length // 2
-                        note = prompts.ARG_TRUNCATED if tc["name"] == "write_file" else prompts.ARG_TRUNCATED_EDIT
+                        note = prompts.ARG_TRUNCATED if tc["name"] == "write_file" \
+                            else prompts.ARG_TRUNCATED_EDIT
                         args[key] = value[:keep] + note.format(
                             dropped=len(value) - keep, path=path)
                         changed = True
@@ -186,12 +164,6 @@ def _protect_from(messages: Sequence[BaseMessage], keep: tuple, window: int | No
     return 0
 
 
-def _text_of(message: BaseMessage) -> str:
-    if isinstance(message.content, str):
-        return message.content
-    return "\n".join(b["text"] for b in message.content_blocks if b.get("type") == "text")
-
-
 def _with_text(message: BaseMessage, text: str) -> str | list:
     """The message's content with its text replaced and any non-text blocks kept."""
     if isinstance(message.content, str):
@@ -206,6 +178,22 @@ def _with_text(message: BaseMessage, text: str) -> str | list:
 
 class OffloadMiddleware(AgentMiddleware):
     """Evict large tool results and human messages to files; shorten old file-tool arguments.
+    Notebook 04 (results), notebook 05 (arguments and human messages).
+
+    * **Large tool results** (``wrap_tool_call``): a result over ``tool_limit`` BPE tokens is
+      written to ``/large_tool_results/<safe name>`` before it enters state, and replaced by the
+      path and a head/tail preview with the file's own line numbers. The file tools are exempt,
+      so reading an evicted result back never evicts it again.
+    * **Old tool inputs** (``wrap_model_call``): once the request passes ``args_trigger``, long
+      string arguments of ``write_file`` / ``edit_file`` calls older than the protected
+      ``args_keep`` window are shortened *in the request only*; state keeps them.
+    * **Large human messages** (``wrap_model_call``): a user message over ``human_limit`` tokens
+      is saved under ``/conversation_history/``; state keeps it whole, the model sees a stub.
+
+    It writes through deepagents' backends, so deepagents' ``read_file`` and ``grep`` read what
+    it wrote. Lines longer than ``LINE_LIMIT`` characters are wrapped in the file (a line ending
+    in ``WRAP_MARK`` continues on the next) and the file ends with an ``END_MARK`` line;
+    :func:`unwrap` restores the exact original.
 
     Args:
         backend: a deepagents backend (default ``StateBackend()``: files live in ``state["files"]``).
@@ -216,6 +204,7 @@ class OffloadMiddleware(AgentMiddleware):
         args_keep: the recent window whose arguments are never truncated.
         arg_max_length: arguments longer than this many characters are shortened.
         exempt_tools: tools whose results are never evicted; must include ``read_file``.
+        head_lines, tail_lines: how many lines of the file the stub previews (0 to 1000 each).
         window: the context window, for fractions when the model has no profile.
 
     Example:
@@ -240,18 +229,15 @@ class OffloadMiddleware(AgentMiddleware):
         window: int | None = None,
     ) -> None:
         super().__init__()
-        from deepagents.backends import StateBackend
-        from deepagents.middleware.filesystem import FilesystemState
-
         self.tool_limit = check_limit("tool_limit", tool_limit)
         self.human_limit = check_limit("human_limit", human_limit)
-        self.args_trigger = None if args_trigger is None else check_size("args_trigger", args_trigger, ("fraction", "tokens"))
+        self.args_trigger = None if args_trigger is None else \
+            check_size("args_trigger", args_trigger, ("fraction", "tokens"))
         self.args_keep = check_size("args_keep", args_keep)
         self.arg_max_length = check_limit("arg_max_length", arg_max_length, allow_none=False)
         self.window = check_limit("window", window)
         for knob, v in (("head_lines", head_lines), ("tail_lines", tail_lines)):
-            if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v <= 1000:
-                raise ValueError(f"{knob} must be a whole number from 0 to 1000, got {v!r}")
+            check_count(knob, v, "lines", least=0, most=1000)
         if isinstance(exempt_tools, str) or "read_file" not in exempt_tools:
             raise ValueError("exempt_tools must be a collection of tool names that includes "
                              "'read_file': reading an evicted result back must never evict it again")
@@ -266,49 +252,19 @@ class OffloadMiddleware(AgentMiddleware):
     # -- writing -------------------------------------------------------------------------------
 
     def _write(self, path: str, text: str) -> str | None:
-        """Write ``text`` at ``path`` (or a free variant of it); the path written, or ``None``
-        after a warning if the backend failed. An existing file with other content is never
-        overwritten, and nothing is written where the backend cannot say whether a file exists:
-        the content then stays in the context."""
-        candidates = [path, *(f"{path}.{k}" for k in range(2, 100))]
-        for candidate in candidates:
-            try:
-                existing = self.backend.download_files([candidate])[0]
-                if existing.error == "is_directory":
-                    continue
-                unknown = existing.error not in (None, "file_not_found")
-            except Exception as e:
-                existing, unknown = None, e
-            if unknown:  # never write blind: an earlier stub may still point there
-                warnings.warn(f"labkit offload: could not check whether {candidate} exists "
-                              f"({unknown}); the content stays in the context, nothing is lost",
-                              stacklevel=3)
-                return None
-            if existing.error is None and existing.content is not None:
-                if existing.content.decode("utf-8", "replace") == text:
-                    return candidate  # already there, same bytes
-                continue
-            try:
-                result = self.backend.write(candidate, text)
-            except Exception as e:
-                result = e
-            error = result if isinstance(result, Exception) else getattr(result, "error", None)
-            if error:
-                warnings.warn(f"labkit offload: could not write {candidate} ({error}); the content "
-                              "stays in the context, nothing is lost", stacklevel=3)
-                return None
-            self.evicted.append(candidate)
-            return candidate
-        warnings.warn(f"labkit offload: no free file name next to {path}; content kept in context",
-                      stacklevel=3)
-        return None
+        """Write ``text`` at ``path`` or a free variant of it, never over other content and never
+        blind (``labkit._offload_files``); the path, or ``None`` (the content stays in context)."""
+        written, new = write_free(self.backend, path, text)
+        if new:
+            self.evicted.append(written)
+        return written
 
     # -- large tool results ----------------------------------------------------------------------
 
     def _evict_result(self, message: ToolMessage) -> ToolMessage:
         if message.additional_kwargs.get(OFFLOADED) or self.tool_limit is None:
             return message
-        text = _text_of(message)
+        text = message_text(message, text_only=True)
         tokens = self.counter.text(text)
         if tokens <= self.tool_limit:
             return message
@@ -358,7 +314,7 @@ class OffloadMiddleware(AgentMiddleware):
             return None
         if last.id is None:  # without an id the tagged copy could not replace it in state
             return None
-        text = _text_of(last)
+        text = message_text(last, text_only=True)
         if self.counter.text(text) <= self.human_limit:
             return None
         digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
@@ -372,7 +328,7 @@ class OffloadMiddleware(AgentMiddleware):
         path = message.additional_kwargs[OFFLOADED]
         key = (message.id, path)
         if key not in self._stubs:
-            text = _text_of(message)
+            text = message_text(message, text_only=True)
             self._stubs[key] = _stub(prompts.OFFLOAD_HUMAN_STUB, path, stored_text(text),
                                      self.counter.text(text), self.head_lines, self.tail_lines)
         return message.model_copy(update={"content": _with_text(message, self._stubs[key])})
@@ -381,7 +337,7 @@ class OffloadMiddleware(AgentMiddleware):
              tools: Sequence[Any] = (), window: int | None = None) -> list[BaseMessage]:
         """What the model should see for ``messages``: offloaded human messages as stubs, and old
         file-tool arguments shortened once the request is over ``args_trigger``. Pure: the
-        messages given are not changed."""
+        messages given are not changed. Notebook 05."""
         out = [self._human_view(m) if isinstance(m, HumanMessage) and m.additional_kwargs.get(OFFLOADED)
                else m for m in messages]
         if self.args_trigger is None:
@@ -390,8 +346,6 @@ class OffloadMiddleware(AgentMiddleware):
         threshold = size_threshold(self.args_trigger, window)
         if threshold is None:
             return out
-        from labkit.trace import measure
-
         total = sum(measure(out, system, list(tools), self.counter).values())
         if total <= threshold:
             return out
@@ -419,9 +373,11 @@ class OffloadMiddleware(AgentMiddleware):
         if tagged is None:
             return response
         if isinstance(response, ExtendedModelResponse):
-            inner = response.command.update if response.command and isinstance(response.command.update, dict) else {}
+            command = response.command
+            inner = command.update if command and isinstance(command.update, dict) else {}
             update = {**inner, "messages": [*inner.get("messages", []), tagged]}
-            return ExtendedModelResponse(model_response=response.model_response, command=Command(update=update))
+            return ExtendedModelResponse(model_response=response.model_response,
+                                         command=Command(update=update))
         return ExtendedModelResponse(model_response=response, command=Command(update={"messages": [tagged]}))
 
     def wrap_model_call(self, request, handler):

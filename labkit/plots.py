@@ -3,6 +3,7 @@
 Notebook 01 introduces them. Each function takes data in (a ``scenario.Run`` or a list of
 ``CallRecord``) and returns a ``plotly.graph_objects.Figure``; nothing is shown or styled
 globally. Tests and notebooks assert on ``fig.data`` — never on the rendered output.
+What it leaves out: dashboards and live updates (``labkit.widgets`` redraws a figure per knob).
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from itertools import accumulate
 
 import plotly.graph_objects as go
+from plotly.subplots import make_subplots
 
 from labkit.trace import KINDS, CallRecord
 
@@ -46,7 +48,7 @@ def tokens_per_turn(run_or_records, window: int | None = None, trigger: int | No
     line and, if given, a trigger line. A call that failed is marked with an x.
 
     ``events`` — ``(call index, label)`` pairs, such as ``replay.Replay.event_marks()`` — are
-    marked on the "seen" line at the first call that saw each compacted view."""
+    marked on the "seen" line at the first call that saw each compacted view. Notebook 01."""
     records = _records(run_or_records)
     x = [r.index for r in records]
     fig = go.Figure()
@@ -85,7 +87,7 @@ def _add_events(fig: go.Figure, records: list[CallRecord], events) -> None:
 
 def composition(run_or_records, title: str = "What the model saw, by kind") -> go.Figure:
     """Stacked bars: each call's context split into system, tool schemas, human, AI, tool
-    results and summary."""
+    results and summary. Notebook 03."""
     records = _records(run_or_records)
     fig = go.Figure()
     for kind in KINDS:
@@ -98,7 +100,7 @@ def composition(run_or_records, title: str = "What the model saw, by kind") -> g
 def cost_curve(*runs, names: Sequence[str] | None = None,
                title: str = "Cumulative cost (illustrative prices)") -> go.Figure:
     """Cumulative dollars over model calls, one line per run: every call re-sends the history,
-    so cost grows with the square of the run's length."""
+    so cost grows with the square of the run's length. Notebook 01."""
     names = list(names or [f"run {i + 1}" for i in range(len(runs))])
     if len(names) != len(runs):
         raise ValueError(f"got {len(runs)} runs but {len(names)} names")
@@ -112,16 +114,15 @@ def cost_curve(*runs, names: Sequence[str] | None = None,
 
 
 def token_rulers(rows, title: str = "Tokens per tool result: real BPE vs the chars/4 estimate") -> go.Figure:
-    """One panel per kind of text, with BPE and chars/4 bars per ticker (notebook 02).
+    """One panel per kind of text, with BPE and chars/4 bars per ticker. Notebook 02.
 
     ``rows`` are dicts with ``"text"`` (the panel), ``"ticker"``, ``"BPE"`` and ``"chars/4"``.
     """
-    from plotly.subplots import make_subplots
-
     rows = list(rows)
     missing = [k for k in ("text", "ticker", "BPE", "chars/4") if rows and k not in rows[0]]
     if not rows or missing:
-        raise ValueError(f"token_rulers needs rows with text, ticker, BPE and chars/4; missing {missing or 'rows'}")
+        raise ValueError("token_rulers needs rows with text, ticker, BPE and chars/4; "
+                         f"missing {missing or 'rows'}")
     kinds = list(dict.fromkeys(r["text"] for r in rows))
     fig = make_subplots(rows=1, cols=len(kinds), subplot_titles=kinds, horizontal_spacing=0.08)
     for col, kind in enumerate(kinds, start=1):
@@ -137,16 +138,14 @@ def token_rulers(rows, title: str = "Tokens per tool result: real BPE vs the cha
 
 def context_tokens(runs: Mapping[str, Mapping[str, Sequence[int]]],
                    title: str = "Tokens per context: the largest request, and the run's input") -> go.Figure:
-    """Two panels for isolation (notebook 12): the largest request of every context, and each
-    run's input tokens stacked by context.
+    """Two panels for isolation: the largest request of every context, and each run's input
+    tokens stacked by context. Notebook 12.
 
     ``runs`` maps a run's name to its contexts, each a label and the input tokens of that
     context's model calls — ``[r.seen for r in records]`` for a Recorder, or
     ``[c.input_tokens for c in calls]`` for a model's log. The first context of a run is drawn
     darker: it is the parent (or the only agent).
     """
-    from plotly.subplots import make_subplots
-
     if not isinstance(runs, Mapping) or not runs:
         raise ValueError("context_tokens needs {run name: {context label: [tokens per call]}}")
     for run, contexts in runs.items():

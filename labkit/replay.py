@@ -18,20 +18,27 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
-from langchain_core.messages import AIMessage, BaseMessage, ToolMessage, get_buffer_string
+from langchain_core.messages import BaseMessage, get_buffer_string
 
-from labkit.summarize import (Event, SummarizeMiddleware, archive_path, next_fold, section_id, summary_message,
-                              summary_prompt)
+from labkit._sizes import check_limit
 from labkit._synthetic import synthetic_run
 from labkit.model import lab_summary
 from labkit.scenario import needle
+from labkit.summarize import (
+    Event,
+    SummarizeMiddleware,
+    archive_path,
+    next_fold,
+    section_id,
+    summary_message,
+    summary_prompt,
+)
 from labkit.tokens import PRICES, TokenCounter, cost, message_text
-from labkit.trace import KINDS, CallRecord, kind_of
+from labkit.trace import KINDS, MESSAGE_KINDS, CallRecord, kind_of
 
 __all__ = ["NEEDLE_OUTCOMES", "Replay", "Trajectory", "replay", "synthetic_run", "trajectory"]
 
 NEEDLE_OUTCOMES = ("visible", "archive", "lost", "absent", "overflow")
-_MESSAGE_KINDS = ("human", "ai", "tool", "summary")
 
 
 def _xml(message: BaseMessage) -> str:
@@ -103,10 +110,10 @@ def trajectory(run: Any, counter: TokenCounter | None = None) -> Trajectory:
     counter = counter or TokenCounter()
     sizes = [counter.message(m) for m in messages]
     kinds = [kind_of(m) for m in messages]
-    prefix, by_kind = [0], {k: [0] for k in _MESSAGE_KINDS}
+    prefix, by_kind = [0], {k: [0] for k in MESSAGE_KINDS}
     for size, kind in zip(sizes, kinds):
         prefix.append(prefix[-1] + size)
-        for k in _MESSAGE_KINDS:
+        for k in MESSAGE_KINDS:
             by_kind[k].append(by_kind[k][-1] + (size if k == kind else 0))
     xml, xml_tokens, xml_prefix = [], {}, [0]
     for m in messages:
@@ -134,12 +141,13 @@ class Replay:
 
     ``seen[i]`` — tokens of model call ``i`` of the trajectory after compaction (the retry's, after
     an overflow); ``events`` — ``summarize.Event`` objects, ``event_calls`` the call each happened
-    at, ``event_records`` the first record that saw it; ``overflow`` — the first call whose request did not fit the window (rescued by the
-    fallback or not); ``died_at`` — the call where the run would end, or ``None`` (an event made
-    on that call is listed, and its summary call paid for, though a real run's state would not
-    keep it: the error ends the step); ``needle`` — one of ``NEEDLE_OUTCOMES``: the needle's line is
-    ``visible`` at the final call (kept, or quoted by a summary), folded into the ``archive``,
-    ``lost`` (folded, no archive), ``absent`` (never fetched), or the run died (``overflow``).
+    at, ``event_records`` the first record that saw it; ``overflow`` — the first call whose
+    request did not fit the window (rescued by the fallback or not); ``died_at`` — the call where
+    the run would end, or ``None`` (an event made on that call is listed, and its summary call
+    paid for, though a real run's state would not keep it: the error ends the step); ``needle``
+    — one of ``NEEDLE_OUTCOMES``: the needle's line is ``visible`` at the final call (kept, or
+    quoted by a summary), folded into the ``archive``, ``lost`` (folded, no archive), ``absent``
+    (never fetched), or the run died (``overflow``).
     """
 
     knobs: dict[str, Any]
@@ -178,8 +186,7 @@ class Replay:
 
 def _knobs(trigger, keep, window: int, profile: bool) -> SummarizeMiddleware:
     """The middleware itself checks the knobs and picks the defaults (model profile or none)."""
-    if isinstance(window, bool) or not isinstance(window, int) or window <= 0:
-        raise ValueError(f"window must be a whole number of tokens > 0, got {window!r}")
+    check_limit("window", window, allow_none=False)
     stand_in = GenericFakeChatModel(messages=iter(()),  # never called: only its profile is read
                                     profile={"max_input_tokens": window} if profile else None)
     return SummarizeMiddleware(stand_in, trigger=trigger, keep=keep)
@@ -198,7 +205,8 @@ def _summary(t: Trajectory, shown: list[BaseMessage], last: Event | None, cut: i
         text = "\n".join(head + t.xml[first:absolute])
         template = t.memo.get(("template", keep_figures))
         if template is None:
-            template = t.memo[("template", keep_figures)] = t.counter.text(summary_prompt([], keep_figures)) + 3
+            template = t.counter.text(summary_prompt([], keep_figures)) + 3
+            t.memo[("template", keep_figures)] = template
         n_in = template + t.xml_prefix[absolute] - t.xml_prefix[first] + (
             t.counter.text(head[0]) if head else 0)
         summary = lab_summary(text, keep_figures=keep_figures)
@@ -275,7 +283,7 @@ class _Session:
         cut = self.events[-1].cut if self.events else 0
         by = dict.fromkeys(KINDS, 0)
         by["system"], by["tools"] = t.system[i], t.fixed[i] - t.system[i]
-        for k in _MESSAGE_KINDS:
+        for k in MESSAGE_KINDS:
             by[k] = t.by_kind[k][n] - t.by_kind[k][cut]
         by["summary"] += self.summary_tokens if self.events else 0
         out = 0 if error else t.outputs[i]

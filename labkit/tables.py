@@ -1,7 +1,8 @@
 """Small tables for notebooks: a list of dicts in, an object that renders as HTML out.
 
-Used by every notebook to show a result as a table rather than prints. Nothing else: no
-pandas dependency, no styling beyond right-aligned numbers.
+Notebook 01 introduces them; every notebook shows its results as tables rather than prints.
+What it leaves out: a pandas dependency, sorting and filtering, any styling beyond
+right-aligned numbers.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ def _cell(value: Any) -> str:
 
 
 class Table:
-    """Rows of dicts, shown as an HTML table in Jupyter and as aligned text elsewhere."""
+    """Rows of dicts, shown as an HTML table in Jupyter and as aligned text elsewhere. Notebook 01."""
 
     def __init__(self, rows: Sequence[Mapping[str, Any]], columns: Sequence[str] | None = None):
         self.rows = [dict(r) for r in rows]
@@ -34,6 +35,7 @@ class Table:
         return len(self.rows)
 
     def column(self, name: str) -> list[Any]:
+        """One column's values, row by row (``KeyError`` naming the columns if it has none such)."""
         if name not in self.columns:
             raise KeyError(f"no column {name!r}; columns are {self.columns}")
         return [r.get(name) for r in self.rows]
@@ -58,5 +60,6 @@ class Table:
 
 
 def table(rows: Sequence[Mapping[str, Any]], columns: Sequence[str] | None = None) -> Table:
-    """Make a :class:`Table` from a list of dicts (columns default to the keys, in order)."""
+    """Make a :class:`Table` from a list of dicts (columns default to the keys, in order).
+    Notebook 01."""
     return Table(rows, columns)

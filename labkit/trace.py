@@ -1,24 +1,13 @@
 """A recording middleware: per model call, what was stored and what the model actually saw.
 
-Notebook 03 introduces it; every plot in the course is drawn from its records.
+Notebook 03 introduces it; every plot in the course is drawn from its records. Each
+:class:`CallRecord` holds ``stored`` (BPE tokens of ``state["messages"]``) and ``seen`` (what
+the request carried, split by kind: system prompt, tool schemas, human, AI, tool results,
+summary), cost at an illustrative price, and the model's reported usage when there is one.
+``Recorder(keep_requests=True)`` also keeps each request itself (:class:`Request`).
 
-An agent keeps one history (``state["messages"]``) but each middleware may rewrite the *request*
-on its way to the model: drop old turns behind a summary, shorten arguments, swap a big result
-for a file path. :class:`Recorder`, placed innermost (last in the middleware list), measures the
-request as it finally leaves for the model, and the stored history beside it. Placed first it
-measures the request *before* the others have edited it — notebook 03 shows the difference:
-
-* ``stored`` — BPE tokens of ``state["messages"]``;
-* ``seen`` — BPE tokens of what the model received, split by kind: system prompt, tool schemas,
-  human, AI, tool results, summary;
-* cost at an illustrative price, and the model's reported usage when there is one.
-
-``seen`` counts exactly what ``LabModel`` counts as its input (``LabModel.calls[i].input_tokens``):
-each message — the system message too — at its BPE text plus 3 tokens of framing, and each tool
-schema as the JSON of its ``function`` part. A call that fails (a context overflow, say) is
-recorded with its ``error`` and costs nothing: providers do not bill a rejected request.
-
-What it leaves out: provider-side accounting (cached-token discounts, hidden reasoning tokens).
+What it leaves out: provider-side accounting (cached-token discounts, hidden reasoning tokens,
+the provider's own tokenizer) — ``usage_metadata`` is the number a provider bills.
 """
 
 from __future__ import annotations
@@ -31,23 +20,42 @@ from langchain_core.messages import AIMessage, BaseMessage
 
 from labkit.tokens import PRICES, TokenCounter, cost
 
-__all__ = ["KINDS", "CallRecord", "Recorder", "kind_of", "measure"]
+__all__ = ["KINDS", "MESSAGE_KINDS", "CallRecord", "Recorder", "Request", "kind_of", "measure"]
 
-KINDS = ("system", "tools", "human", "ai", "tool", "summary")
+MESSAGE_KINDS = ("human", "ai", "tool", "summary")  # the kinds a message in state can be
+KINDS = ("system", "tools", *MESSAGE_KINDS)  # the slices of one request
 
 
 def kind_of(message: BaseMessage) -> str:
-    """Which slice of the context a message belongs to."""
+    """Which slice of the context a message belongs to (one of ``KINDS``). Notebook 03."""
     if message.additional_kwargs.get("lc_source") == "summarization":
         return "summary"
     kinds = {"system": "system", "human": "human", "ai": "ai", "tool": "tool"}
     return kinds.get(message.type, "human")
 
 
+@dataclass(frozen=True)
+class Request:
+    """What one model call was sent, as it left for the model: the messages, the system message
+    and the tools (the objects the request carried). Kept by ``Recorder(keep_requests=True)``.
+    Notebook 03."""
+
+    messages: list[BaseMessage]
+    system: BaseMessage | None
+    tools: list
+
+    @property
+    def tool_names(self) -> list[str]:
+        """The tools' names, in the order the request listed them."""
+        return [t.get("function", t).get("name", "") if isinstance(t, dict) else getattr(t, "name", "")
+                for t in self.tools]
+
+
 @dataclass
 class CallRecord:
     """One model call, measured. ``seen == sum(by_kind.values())``; ``stored`` counts
-    ``state["messages"]`` (no system prompt, no tool schemas)."""
+    ``state["messages"]`` (no system prompt, no tool schemas); ``request`` is the request itself
+    when the Recorder keeps them. Notebook 03."""
 
     index: int
     turn: int
@@ -61,6 +69,7 @@ class CallRecord:
     cost: float = 0.0
     error: str | None = None
     tool_calls: list[str] = field(default_factory=list)
+    request: Request | None = field(default=None, repr=False, compare=False)
 
     @property
     def saved(self) -> int:
@@ -70,7 +79,12 @@ class CallRecord:
 
 def measure(messages: list[BaseMessage], system: BaseMessage | None = None,
             tools: list | None = None, counter: TokenCounter | None = None) -> dict[str, int]:
-    """Tokens by kind for one request (pure; the Recorder calls it on every model call)."""
+    """Tokens by kind for one request (pure; the Recorder calls it on every model call).
+    Notebook 03.
+
+    Each message — the system message too — costs its BPE text plus 3 tokens of framing, and each
+    tool schema the JSON of its ``function`` part: exactly what ``LabModel`` counts as its input.
+    """
     counter = counter or TokenCounter()
     by = dict.fromkeys(KINDS, 0)
     if system is not None:
@@ -83,39 +97,50 @@ def measure(messages: list[BaseMessage], system: BaseMessage | None = None,
 
 class Recorder(AgentMiddleware):
     """Record every model call. Put it last in ``middleware=[...]`` so it sees the final request.
+    Notebook 03.
 
-    ``price`` names a row of ``labkit.tokens.PRICES`` or gives ``(input, output)`` dollars per
-    million tokens. ``name`` lets two recorders share one agent (``create_agent`` refuses two
-    middleware with the same name).
+    An agent keeps one history, but each middleware may rewrite the *request* on its way to the
+    model (drop old turns behind a summary, swap a big result for a file path). Placed innermost,
+    the Recorder measures the request as it finally leaves; placed first, the request before the
+    others edited it. A call that fails (a context overflow) is recorded with its ``error`` and
+    costs nothing: providers do not bill a rejected request.
+
+    Args:
+        price: a row of ``labkit.tokens.PRICES``, or ``(input, output)`` dollars per million tokens.
+        name: lets two recorders share one agent (``create_agent`` refuses two middleware with
+            the same name).
+        keep_requests: keep each call's :class:`Request` on its record (off by default: a long run
+            would hold every request it made).
 
     Example:
-        >>> rec = Recorder()
+        >>> rec = Recorder(keep_requests=True)
         >>> # create_agent(model, tools, middleware=[..., rec]); agent.invoke(...)
-        >>> # rec.records[-1].seen, rec.records[-1].by_kind
+        >>> # rec.records[-1].seen, rec.records[-1].by_kind, rec.records[-1].request.tool_names
     """
 
     name = "labkit.Recorder"
 
     def __init__(self, price: str | tuple[float, float] = "lab-model", *,
-                 name: str | None = None) -> None:
+                 name: str | None = None, keep_requests: bool = False) -> None:
         super().__init__()
         if isinstance(price, str) and price not in PRICES:
             raise ValueError(f"unknown price {price!r}: choose one of {sorted(PRICES)}")
         if name is not None:  # create_agent refuses two middleware with the same name
             self.name = name
         self.price = price
+        self.keep_requests = keep_requests
         self.records: list[CallRecord] = []
         self.turns: list[str] = []
         self.counter = TokenCounter()
 
     def start_turn(self, text: str) -> None:
-        """Mark the start of a user turn (``scenario.run`` calls this)."""
+        """Mark the start of a user turn (``scenario.run`` calls this). Notebook 03."""
         self.turns.append(text)
 
     def _before(self, request: ModelRequest) -> CallRecord:
         stored_msgs = list(request.state.get("messages", []))
-        by = measure(list(request.messages), request.system_message, list(request.tools or []),
-                     self.counter)
+        messages, tools = list(request.messages), list(request.tools or [])
+        by = measure(messages, request.system_message, tools, self.counter)
         rec = CallRecord(
             index=len(self.records),
             turn=max(len(self.turns) - 1, 0),
@@ -123,7 +148,8 @@ class Recorder(AgentMiddleware):
             seen=sum(by.values()),
             by_kind=by,
             messages_stored=len(stored_msgs),
-            messages_seen=len(request.messages),
+            messages_seen=len(messages),
+            request=Request(messages, request.system_message, tools) if self.keep_requests else None,
         )
         self.records.append(rec)
         return rec

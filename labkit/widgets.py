@@ -1,25 +1,14 @@
-"""ipywidgets panels: sliders that re-run the lab and redraw a figure.
+"""ipywidgets panels: sliders that re-run the lab and redraw a figure, in one call from a notebook.
 
-Notebook 04 introduces them, with :func:`offload_panel`. A :class:`Panel` holds its controls
-(``.controls``, a dict of ipywidgets by knob name), the latest result (``.result``, a dict with at
-least ``"figure"``) and the container to display (``.widget``; a ``Panel`` at the end of a cell
-shows it). Moving a slider, or calling ``panel.set(knob=value)`` from code, recomputes the result
-synchronously and redraws; the computing function *returns* its result and never prints, so
-nothing leaks into cell outputs under nbval. Results are cached per setting, so moving a slider
-back is instant. Nothing is displayed when a panel is made, and nothing happens at import.
+Notebook 04 introduces them with :func:`offload_panel` (each move re-runs the scenario, cached per
+setting); notebook 07 adds :func:`knobs`, which replays a recorded run under new summarization
+knobs (``labkit.replay``, milliseconds); notebook 16 adds :func:`clinic`, one button per failure
+mode of ``labkit.diagnose``. Each is a :class:`Panel`: ``.controls``, ``.result`` (a dict with
+a ``"figure"``) and ``.widget``. Nothing is displayed when a panel is made, nothing happens at
+import, and the computing functions return their results and never print (nbval-safe).
 
-Notebook 07 adds :func:`knobs`, the summarization panel. It does not re-run the scenario: it
-replays a recorded run under each new trigger / keep / window (``labkit.replay``, milliseconds,
-the middleware's own policy code), so the sliders can move freely.
-
-Notebook 16 adds :func:`clinic`: one button per failure mode of ``labkit.diagnose``, for an
-instructor to run a failure and its fix on cue and show their diagnosis (a ``ToggleButtons``
-control, which :class:`Panel` also takes).
-
-What it leaves out: replay. ``labkit.replay`` re-runs summarization's policy over a recorded
-trajectory, but eviction changes the tool results themselves, so each new offload setting re-runs
-the scenario (well under a second here, and cached). Also plotly's ``FigureWidget`` (it needs
-``anywidget``, not a dependency: the figure is shown through an ``ipywidgets.Output``).
+What it leaves out: replaying offloading (eviction changes the tool results themselves, so each
+offload setting re-runs the scenario), and plotly's ``FigureWidget`` (it needs ``anywidget``).
 """
 
 from __future__ import annotations
@@ -27,9 +16,18 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from contextlib import contextmanager
+from html import escape
 from typing import Any
 
 import ipywidgets as ipw
+import plotly.graph_objects as go
+import plotly.io as pio
+
+from labkit import diagnose, plots, scenario, tables
+from labkit._paths import RESULTS_DIR
+from labkit.model import LabModel
+from labkit.offload import OffloadMiddleware
+from labkit.replay import Trajectory, replay, trajectory
 
 __all__ = ["Panel", "clinic", "clinic_result", "knobs", "knobs_result", "offload_panel", "offload_result"]
 
@@ -50,7 +48,8 @@ def _check(knob: str, control: ipw.Widget, value: Any) -> Any:
     whole = isinstance(control, ipw.IntSlider)
     number = isinstance(value, int) if whole else isinstance(value, (int, float))
     if isinstance(value, bool) or not number or not control.min <= value <= control.max:
-        lo, hi = (f"{control.min:,}", f"{control.max:,}") if whole else (f"{control.min:g}", f"{control.max:g}")
+        lo, hi = (f"{control.min:,}", f"{control.max:,}") if whole \
+            else (f"{control.min:g}", f"{control.max:g}")
         kind = "a whole number" if whole else "a number"
         raise ValueError(f"{knob} must be {kind} from {lo} to {hi}, got {value!r}")
     return value if whole else float(value)
@@ -58,8 +57,6 @@ def _check(knob: str, control: ipw.Widget, value: Any) -> Any:
 
 def _figure_output(figure) -> dict:
     """A display_data output for an Output widget: the figure as plotly's own mimetype."""
-    import plotly.io as pio
-
     data = pio.renderers["plotly_mimetype"].to_mimebundle(figure.to_dict())
     title = figure.layout.title.text or "figure"
     data["text/plain"] = f"<plotly figure: {title}>"
@@ -67,7 +64,11 @@ def _figure_output(figure) -> dict:
 
 
 class Panel:
-    """Controls that recompute a result and redraw its figure.
+    """Controls that recompute a result and redraw its figure. Notebook 04.
+
+    Moving a slider, or calling ``panel.set(knob=value)`` from code, recomputes the result
+    synchronously and redraws; results are cached per setting, so moving a slider back is instant.
+    A ``Panel`` at the end of a cell shows its ``.widget``.
 
     Args:
         compute: called with every knob as a keyword argument; returns a dict with ``"figure"``
@@ -158,15 +159,11 @@ def offload_result(window: int = 128_000, offload: bool = True, tool_limit: int 
                    export_scale: float = 1.0) -> dict:
     """One run of the scenario with labkit's :class:`~labkit.offload.OffloadMiddleware` and the
     numbers a learner reads off it: ``run``, ``score``, ``peak`` (most tokens one call saw),
-    ``evicted`` (paths written), ``overflowed``, ``figure`` and a one-line ``status``."""
-    from labkit import plots, scenario
-    from labkit.model import LabModel
-    from labkit.offload import OffloadMiddleware
-
+    ``evicted`` (paths written), ``overflowed``, ``figure`` and a one-line ``status``. Notebook 04."""
     middleware = [OffloadMiddleware(tool_limit=tool_limit)] if offload else []
     run = scenario.run(LabModel(window=window), middleware=middleware, export_scale=export_scale)
     peak = max((r.seen for r in run.records), default=0)
-    evicted = sorted(p for p in run.files if p.startswith("/large_tool_results/"))
+    evicted = sorted(p for p in run.files if p.startswith(f"{RESULTS_DIR}/"))
     setting = f"evict results over {tool_limit:,} tokens" if offload else "no offloading"
     figure = plots.tokens_per_turn(run, window=window, title=(
         f"Tokens per model call — {setting}, exports ×{export_scale:g}, window {window:,}"))
@@ -188,6 +185,7 @@ def offload_panel(window: int = 128_000, offload: bool = True, tool_limit: int =
 
     Knobs: ``window`` 16,000–200,000 tokens; ``offload`` on or off; ``tool_limit`` 2,000–60,000
     tokens (a result over it is evicted); ``export_scale`` 0.1–2.0 (every export resized).
+    Notebook 04.
     """
     controls = {
         "window": ipw.IntSlider(128_000, min=16_000, max=200_000, step=8_000, readout_format=",d",
@@ -225,15 +223,8 @@ def knobs_result(run: Any, window: int = 128_000, trigger: float = 0.85, keep: f
     ``trigger`` and ``keep`` are fractions of the window; ``keep_messages`` > 0 keeps that many
     messages instead of ``keep``; ``profile=False`` ignores both fractions and uses deepagents'
     no-profile fallback (170,000 tokens / 6 messages). ``run`` is a ``scenario.Run`` or, faster,
-    its ``replay.trajectory``.
+    its ``replay.trajectory``. Notebook 07.
     """
-    from html import escape
-
-    import plotly.graph_objects as go
-
-    from labkit import plots, tables
-    from labkit.replay import replay
-
     values = {"window": window, "trigger": trigger, "keep": keep, "keep_messages": keep_messages,
               "keep_figures": keep_figures, "archive": archive, "profile": profile}
     knobs = {} if not profile else {
@@ -249,9 +240,10 @@ def knobs_result(run: Any, window: int = 128_000, trigger: float = 0.85, keep: f
                 "status": f"<b>not a valid setting</b>: {escape(str(e))}"}
     kind, n = result.knobs["trigger"]
     line = int(window * n) if kind == "fraction" else n if kind == "tokens" else None
+    title = (f"Tokens per model call — replayed: trigger {_size(result.knobs['trigger'])}, "
+             f"keep {_size(result.knobs['keep'])}, window {window:,}")
     figure = plots.tokens_per_turn(result, window=window, trigger=line, events=result.event_marks(),
-                                   title=f"Tokens per model call — replayed: trigger {_size(result.knobs['trigger'])}, "
-                                         f"keep {_size(result.knobs['keep'])}, window {window:,}")
+                                   title=title)
     events = tables.table(result.rows(), columns=["event", "call", "reason", "cut", "messages in state"])
     totals = tables.table([{
         "model calls": result.calls, "compactions": len(result.events),
@@ -293,13 +285,9 @@ def knobs(run: Any = None, window: int = 128_000, trigger: float = 0.85, keep: f
     where nothing is compacted or fails). Knobs: ``window`` 16,000–200,000 tokens; ``trigger``
     0.10–1.00 and ``keep`` 0.01–0.50 of the window; ``keep_messages`` 0–20 (0: use ``keep``);
     ``keep_figures`` and ``archive`` on or off; ``profile`` off for the no-profile fallback.
+    Notebook 07.
     """
-    from labkit.replay import Trajectory, trajectory
-
     if run is None:
-        from labkit import scenario
-        from labkit.model import LabModel
-
         run = scenario.run(LabModel(window=1_000_000))
     traj = run if isinstance(run, Trajectory) else trajectory(run)
     controls = {
@@ -344,11 +332,8 @@ def clinic_result(mode: str = "hard_overflow", cases: Mapping[str, tuple] | None
     and the fix beside it) and a ``status`` line with the diagnosis of both.
 
     ``cases`` maps a mode to an already run ``(broken, fixed)`` pair; other modes are run here.
+    Notebook 16.
     """
-    from html import escape
-
-    from labkit import diagnose, plots
-
     broken, fixed = (cases or {}).get(mode) or (diagnose.reproduce(mode), diagnose.fix(mode))
     for case, want in ((broken, False), (fixed, True)):
         if not isinstance(case, diagnose.Case) or case.mode != mode or case.fixed is not want:
@@ -375,9 +360,8 @@ def clinic(mode: str = "hard_overflow", cases: Mapping[str, tuple] | None = None
     """One button per failure mode (``diagnose.MODES``): a press runs the failure and its fix
     (:func:`clinic_result`; a second press of the same button is instant, from the cache) and
     shows their diagnosis above tokens per model call. Pass ``cases`` to reuse runs already made.
+    Notebook 16.
     """
-    from labkit import diagnose
-
     buttons = ipw.ToggleButtons(options=[(diagnose.LABELS[m], m) for m in diagnose.MODES],
                                 description="failure mode",
                                 style={"description_width": "100px", "button_width": "170px"})

@@ -21,6 +21,7 @@ from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, Tool
 from langchain_core.messages.utils import count_tokens_approximately
 
 from labkit import scenario, tokens
+from labkit._tiktoken_offline import TIKTOKEN_FILES
 from labkit.tokens import (
     PRICES,
     TOKENS_PER_MESSAGE,
@@ -97,7 +98,7 @@ def _run_offline(cache_dir: Path, *args: str) -> dict:
 
 
 def _cache_file(cache_dir: Path, name: str) -> Path:
-    url, _ = tokens._TIKTOKEN_FILES[name]
+    url, _ = TIKTOKEN_FILES[name]
     return cache_dir / hashlib.sha1(url.encode()).hexdigest()
 
 
@@ -121,7 +122,7 @@ def test_counting_works_with_no_network_and_seeds_a_verified_cache(tmp_path, sta
     for name in ENCODINGS:
         encoding(name)  # seed this process's own cache before asking tiktoken for the oracle
         assert result[name] == len(tiktoken.get_encoding(name).encode(CHINESE))
-        _, expected = tokens._TIKTOKEN_FILES[name]
+        _, expected = TIKTOKEN_FILES[name]
         assert hashlib.sha256(_cache_file(tmp_path, name).read_bytes()).hexdigest() == expected
     assert not list(tmp_path.glob("*.tmp")), "no temporary file should be left behind"
 
@@ -132,7 +133,7 @@ def test_corrupted_cache_is_replaced_in_process(tmp_path, monkeypatch):
     path = _cache_file(tmp_path, "cl100k_base")
     path.write_bytes(b"wrong bytes")
     encoding("cl100k_base")
-    assert hashlib.sha256(path.read_bytes()).hexdigest() == tokens._TIKTOKEN_FILES["cl100k_base"][1]
+    assert hashlib.sha256(path.read_bytes()).hexdigest() == TIKTOKEN_FILES["cl100k_base"][1]
 
 
 def test_empty_cache_dir_is_a_clear_error(monkeypatch):

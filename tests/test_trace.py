@@ -190,6 +190,26 @@ def test_a_recorder_placed_first_sees_the_request_before_it_is_edited():
     assert any(first.seen > last.seen for first, last in zip(early.records, run.records))
 
 
+def test_keep_requests_keeps_what_each_call_was_sent():
+    """With ``keep_requests=True`` each record carries the request as it left for the model:
+    the messages the lab model received (its call log has the system message first), the system
+    message, and the tool objects — measuring them again gives the record's own numbers. The
+    default keeps none."""
+    system = "You are a research assistant."
+    plain = Recorder(name="plain")
+    model, rec = LabModel(window=BIG), Recorder(keep_requests=True)
+    run = scenario.run(model, middleware=[plain], recorder=rec, turns=scenario.TURNS[:1],
+                       recursion_limit=20, system_prompt=system)
+    assert run.records is rec.records and all(r.request is None for r in plain.records)
+    for r, call in zip(rec.records, model.calls, strict=True):
+        sent = r.request
+        assert sent.system.content == system
+        assert [sent.system, *sent.messages] == call.messages
+        assert sent.tool_names == call.tools and {"fetch_market_data", "read_file"} <= set(call.tools)
+        assert measure(sent.messages, sent.system, sent.tools, TokenCounter()) == r.by_kind
+    assert "request" not in repr(rec.records[0])  # a kept request never floods a printed record
+
+
 def test_two_recorders_need_two_names():
     model = LabModel(window=BIG)
     with pytest.raises(AssertionError, match="duplicate"):

@@ -22,6 +22,7 @@ from langchain.agents.middleware import SummarizationMiddleware as LangchainSumm
 from langchain_core.messages import HumanMessage
 
 from labkit import evals, scenario
+from labkit._sizes import check_count
 from labkit.isolate import IsolateMiddleware, SubagentSpec
 from labkit.model import LabModel
 from labkit.offload import OffloadMiddleware
@@ -43,8 +44,7 @@ class NaiveCut(AgentMiddleware):
     def __init__(self, trigger: int = 8, keep: int = 5) -> None:
         super().__init__()
         for knob, n in (("trigger", trigger), ("keep", keep)):
-            if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-                raise ValueError(f"{knob} must be a whole number of messages, 1 or more; got {n!r}")
+            check_count(knob, n, "messages")
         if keep >= trigger:
             raise ValueError(f"keep ({keep}) must be below trigger ({trigger})")
         self.trigger, self.keep = trigger, keep

@@ -21,6 +21,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from labkit.prompts import GOAL_LOST
 from labkit.scenario.data import _ticker, companies, needle
 from labkit.scenario.texts import NEEDLE_QUESTION, REPORT_PATH, RISKS_PATH
+from labkit.tokens import message_text
 
 __all__ = ["Run", "Score", "score"]
 
@@ -50,10 +51,6 @@ class Score:
         return " | ".join(parts)
 
 
-def _text(message: BaseMessage) -> str:
-    return message.content if isinstance(message.content, str) else message.text
-
-
 def score(result: Run) -> Score:
     """Read a finished run: was the goal completed, how many steps were repeated, and was the
     needle answered with the exact figure? Works on any model's run. Notebook 01."""
@@ -74,14 +71,16 @@ def score(result: Run) -> Score:
             missing.append(f"{REPORT_PATH} does not cover {c['name']}")
     if RISKS_PATH not in result.files:
         missing.append(f"{RISKS_PATH} was not written")
-    answers = [m for m in result.messages if isinstance(m, AIMessage) and not m.tool_calls]
-    last_answer = _text(answers[-1]) if answers else ""
-    asked = any(isinstance(m, HumanMessage) and _text(m) == NEEDLE_QUESTION for m in result.messages)
+    answers = [message_text(m, text_only=True) for m in result.messages
+               if isinstance(m, AIMessage) and not m.tool_calls]
+    last_answer = answers[-1] if answers else ""
+    asked = any(isinstance(m, HumanMessage) and message_text(m, text_only=True) == NEEDLE_QUESTION
+                for m in result.messages)
     return Score(
         goal_completed=not missing and result.error is None,
         steps_repeated=sum(n - 1 for n in calls.values() if n > 1),
         needle_correct=asked and needle().answer in last_answer,
-        goal_lost=sum(_text(m) == GOAL_LOST for m in answers),
+        goal_lost=sum(text == GOAL_LOST for text in answers),
         repeated=repeated,
         missing=tuple(missing),
         error=None if result.error is None else f"{type(result.error).__name__}: {result.error}",

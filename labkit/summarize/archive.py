@@ -24,7 +24,8 @@ from xml.sax.saxutils import quoteattr
 from langchain_core.messages import BaseMessage, get_buffer_string
 from langgraph.config import get_config
 
-from labkit.offload import HISTORY_DIR, safe_name
+from labkit._paths import HISTORY_DIR
+from labkit.offload import safe_name
 
 _CLOSE = "\n</section>\n"
 

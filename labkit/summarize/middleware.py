@@ -31,7 +31,7 @@ from langchain_core.tools import StructuredTool
 from langgraph.types import Command
 
 from labkit import prompts
-from labkit._sizes import check_limit, check_size, size_threshold
+from labkit._sizes import check_fraction, check_limit, check_size, size_threshold
 from labkit.summarize.archive import (archive_owner, archive_path, archive_section, as_stored,
                                       conversation_key, state_messages, write_section)
 from labkit.summarize.policy import (EVENTS_KEY, MANUAL_TOOL, SUMMARY_METADATA, SUMMARY_TAGS, Event, Fold,
@@ -84,8 +84,7 @@ class SummarizeMiddleware(AgentMiddleware):
                 raise ValueError(f"{knob}={size!r} is a fraction of the context window, but the model "
                                  "has no profile: pass window=, or use ('tokens', n) / ('messages', n)")
         self._check_keep_below_trigger()
-        if isinstance(gate, bool) or not isinstance(gate, (int, float)) or not 0 < gate <= 1:
-            raise ValueError(f"gate must be a fraction of the trigger in (0, 1], got {gate!r}")
+        check_fraction("gate", gate, of="the trigger")
         self.model, self.keep_figures, self.gate, self.clock = model, keep_figures, gate, clock
         self.backend = StateBackend() if backend is None else backend
         self.counter = TokenCounter()

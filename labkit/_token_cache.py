@@ -1,0 +1,104 @@
+"""Speed for labkit.tokens: the caches that make re-counting a long run cheap. None changes a count.
+
+Used by: labkit.tokens (``TokenCounter.message`` and ``TokenCounter.tool``). The lesson's own
+cache — one count per (role, text) — is in ``TokenCounter``; these two sit in front of it.
+``bench/bench_counting.py`` measures what each buys (the numbers below: a busy 2-core machine);
+``bench/bench_overhead.py`` sees them as part of the harness overhead per model call.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import OrderedDict
+from collections.abc import Callable
+from typing import Any
+
+from langchain_core.messages import BaseMessage
+
+__all__ = ["OBJECT_CACHE_SIZE", "TOOL_CACHE_SIZE", "SameObjects", "ToolTokens", "tool_shape"]
+
+OBJECT_CACHE_SIZE = 20_000  # messages remembered by identity; cleared when full (it holds them)
+TOOL_CACHE_SIZE = 1024  # tool schemas remembered, least recently used dropped first
+
+
+class SameObjects:
+    """A message's count, remembered by identity: the very object counted last time, with the same
+    ``content`` and ``tool_calls`` objects.
+
+    What it buys: a run re-sends the same message objects on every model call, and the lesson's
+    key — the message's text — costs O(size) to build (blocks joined, tool-call arguments dumped
+    as JSON). Re-counting a 200-call run as the Recorder does (40,000 counts) takes ~0.15 s with
+    it and ~0.45 s without: about 3x.
+    """
+
+    def __init__(self, size: int = OBJECT_CACHE_SIZE) -> None:
+        self.size = size
+        self._seen: dict[int, tuple] = {}  # id(message) -> (message, content, tool_calls, count)
+
+    def get(self, message: BaseMessage) -> int | None:
+        """The count remembered for this very object, unless it was edited since."""
+        seen = self._seen.get(id(message))
+        if seen is not None and seen[0] is message and seen[1] is message.content \
+                and seen[2] is getattr(message, "tool_calls", None):
+            return seen[3]
+        return None
+
+    def put(self, message: BaseMessage, n: int) -> None:
+        """Remember ``n`` for this object (holding it, so its id is not reused meanwhile)."""
+        if len(self._seen) >= self.size:  # it holds the messages: keep it bounded
+            self._seen.clear()
+        self._seen[id(message)] = (message, message.content, getattr(message, "tool_calls", None), n)
+
+
+def tool_shape(tool: Any) -> tuple | None:
+    """A cheap key for a LangChain tool that determines its schema — name, description and the
+    argument fields — so the same tool rebuilt for another run is not converted again. ``None``
+    when the tool is not of that plain shape."""
+    fields = getattr(getattr(tool, "args_schema", None), "model_fields", None)
+    name, description = getattr(tool, "name", None), getattr(tool, "description", None)
+    if not isinstance(fields, dict) or not isinstance(name, str) or not isinstance(description, str):
+        return None
+    return (type(tool).__name__, name, description,
+            tuple((k, repr(f.annotation), f.description, repr(f.default)) for k, f in fields.items()))
+
+
+class ToolTokens:
+    """Tokens of each tool schema, shared by every counter of the process.
+
+    What it buys: converting a tool to its JSON schema (``convert_to_openai_tool``) costs far more
+    than counting it, and every model call sends the same tools again: the ten tools of a
+    deepagents agent on the running example take ~2 ms to convert and count, ~0.1 ms from here
+    (about 20x), even when they were rebuilt for a new run.
+
+    Three kinds of key, tagged so they never meet:
+
+    * ``("schema", encoding, JSON)`` — a schema dict (``{"function": ...}``), by its content;
+    * ``("shape", encoding, tool_shape(tool))`` — a plain LangChain tool, by what determines its
+      schema, so the same tool rebuilt for the next run is a hit;
+    * ``("object", encoding, id(tool))`` — any other tool, by identity; the entry holds the tool,
+      so its id cannot be reused while the entry lives.
+    """
+
+    def __init__(self, size: int = TOOL_CACHE_SIZE) -> None:
+        self.size = size
+        self._lru: OrderedDict[tuple, tuple[Any, int]] = OrderedDict()  # key -> (tool, tokens)
+
+    @staticmethod
+    def key(tool: Any, encoding_name: str) -> tuple:
+        if isinstance(tool, dict) and "function" in tool:
+            return "schema", encoding_name, json.dumps(tool["function"], sort_keys=True)
+        shape = tool_shape(tool)
+        return ("shape", encoding_name, shape) if shape else ("object", encoding_name, id(tool))
+
+    def get(self, tool: Any, encoding_name: str, count: Callable[[], int]) -> int:
+        """The tokens of ``tool``'s schema: remembered, or ``count()`` and remembered."""
+        key = self.key(tool, encoding_name)
+        hit = self._lru.get(key)
+        if hit is not None and (key[0] != "object" or hit[0] is tool):
+            self._lru.move_to_end(key)
+            return hit[1]
+        n = count()
+        self._lru[key] = (tool, n)
+        if len(self._lru) > self.size:
+            self._lru.popitem(last=False)
+        return n
