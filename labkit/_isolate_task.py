@@ -1,5 +1,4 @@
-"""The ``task`` tool's interface: its arguments as the model sees them, its description, and the
-answer to a malformed call.
+"""The ``task`` tool's interface: its arguments, its description, the answer to a malformed call.
 
 Used by: labkit.isolate (``IsolateMiddleware`` builds its tool from these and answers a bad call
 with :func:`check_call` before the tool node validates it; ``TASK_TOOL``, ``task_description``

@@ -1,9 +1,10 @@
-"""The one validator of knob shapes: sizes ``("fraction", f)``, ``("tokens", n)``, ``("messages", n)``,
-whole-number counts and fractions.
+"""The one validator of knob shapes: sizes, whole-number counts and fractions.
 
-Used by: labkit.offload, labkit.summarize, labkit.isolate, labkit.replay, labkit.evals and
-labkit._synthetic. Every knob is checked when its object is built, so a bad one fails at once
-with a message that starts with the knob's name.
+Used by: labkit.offload, labkit.summarize, labkit.isolate, labkit.replay, labkit.evals,
+labkit.diagnose and labkit._synthetic. A size is ``("fraction", f)``, ``("tokens", n)`` or
+``("messages", n)``, the forms langchain and deepagents use for a trigger or a keep. Every knob is
+checked when its object is built, so a bad one fails at once with a message that starts with the
+knob's name.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from typing import Any
 
 __all__ = ["SIZE_FORMS", "check_count", "check_fraction", "check_limit", "check_size", "size_threshold"]
 
-SIZE_FORMS = ("fraction", "tokens", "messages")  # the forms langchain and deepagents use for trigger / keep
+SIZE_FORMS = ("fraction", "tokens", "messages")
 
 
 def check_count(knob: str, value: Any, unit: str = "tokens", *, least: int = 1, most: int | None = None,
