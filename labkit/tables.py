@@ -74,8 +74,9 @@ def table(rows: Sequence[Mapping[str, Any]], columns: Sequence[str] | None = Non
 
 def message_row(message: BaseMessage, width: int | None = None) -> dict[str, str]:
     """One message as a table row: its ``kind`` (``trace.kind_of``, so a summary reads "summary")
-    and its ``content`` — what it says, or the tool calls it makes as ``name({args})`` — cut after
-    ``width`` characters with " …" (``None``: whole). Notebook 04.
+    and its ``content`` — what it says, or the tool calls it makes as ``name({args})`` — on one
+    line (newlines become spaces), cut after ``width`` characters with " …" (``None``: whole).
+    Notebook 04.
 
     Example:
         >>> # table([message_row(m) for m in run.messages[-4:]])
@@ -83,5 +84,5 @@ def message_row(message: BaseMessage, width: int | None = None) -> dict[str, str
     """
     check_count("width", width, "characters", allow_none=True)
     calls = "; ".join(f"{tc['name']}({tc['args']})" for tc in getattr(message, "tool_calls", None) or [])
-    text = calls or message_text(message, text_only=True)
+    text = (calls or message_text(message, text_only=True)).replace("\n", " ")
     return {"kind": kind_of(message), "content": text if width is None or len(text) <= width else text[:width] + " …"}

@@ -1,9 +1,10 @@
 """labkit.tables: a list of dicts renders as a table, and a message becomes one row of the
 "what the model saw" tables (notebooks 04, 09, 14).
 
-Worked example (``test_message_row_clips_at_width``): a 12-character text at ``width=5`` keeps
-its first five characters and marks the cut with " …" — 7 characters in all; at ``width=12`` it is
-whole.
+Worked example (``test_message_row_clips_at_width_on_one_line``): a 12-character text at
+``width=5`` keeps its first five characters and marks the cut with " …" — 7 characters in all; at
+``width=12`` it is whole. "a,b\n1,2\n" at ``width=6`` is "a,b 1," and the mark: newlines become
+spaces before the cut.
 """
 
 from __future__ import annotations
@@ -37,9 +38,10 @@ def test_message_row_lists_every_tool_call_and_reads_text_blocks():
     assert message_row(blocks)["content"] == "shown", "what the message says, not its reasoning"
 
 
-def test_message_row_clips_at_width():
+def test_message_row_clips_at_width_on_one_line():
     text = HumanMessage("abcdefghijkl")
     assert message_row(text, width=5)["content"] == "abcde …"
+    assert message_row(HumanMessage("a,b\n1,2\n"), width=6)["content"] == "a,b 1, …"
     assert message_row(text, width=12)["content"] == message_row(text)["content"] == "abcdefghijkl"
 
 
