@@ -85,4 +85,6 @@ def message_row(message: BaseMessage, width: int | None = None) -> dict[str, str
     check_count("width", width, "characters", allow_none=True)
     calls = "; ".join(f"{tc['name']}({tc['args']})" for tc in getattr(message, "tool_calls", None) or [])
     text = (calls or message_text(message, text_only=True)).replace("\n", " ")
-    return {"kind": kind_of(message), "content": text if width is None or len(text) <= width else text[:width] + " …"}
+    if width is not None and len(text) > width:
+        text = text[:width] + " …"
+    return {"kind": kind_of(message), "content": text}

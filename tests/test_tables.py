@@ -19,7 +19,8 @@ from tests.conftest import ai_call
 @pytest.mark.parametrize("message, row", [
     (HumanMessage("Research five companies."), {"kind": "human", "content": "Research five companies."}),
     (SystemMessage("Be brief."), {"kind": "system", "content": "Be brief."}),
-    (ToolMessage("kpi,BRLM,nrr_q3,118%", tool_call_id="c1"), {"kind": "tool", "content": "kpi,BRLM,nrr_q3,118%"}),
+    (ToolMessage("kpi,BRLM,nrr_q3,118%", tool_call_id="c1"),
+     {"kind": "tool", "content": "kpi,BRLM,nrr_q3,118%"}),
     (AIMessage("The answer is 118%."), {"kind": "ai", "content": "The answer is 118%."}),
     (ai_call("grep", {"pattern": "nrr_q3", "path": "/a.md"}, "c2"),
      {"kind": "ai", "content": "grep({'pattern': 'nrr_q3', 'path': '/a.md'})"}),
