@@ -30,6 +30,7 @@ from labkit.offload import OffloadMiddleware
 from labkit.prompts import GOAL_LOST
 from labkit.summarize import SummarizeMiddleware
 from labkit.tokens import TokenCounter, message_text
+from labkit.trace import compactions  # re-exported: notebook 15 reads evals.compactions
 
 __all__ = ["ANCHORS", "MIDDLEWARE", "NEEDLE_SOURCES", "Setting", "anchor_calls", "compactions", "drift",
            "forced_compaction", "grid", "needle_source", "reminded", "row", "trial"]
@@ -212,19 +213,6 @@ def trial(setting: Setting):
     run = scenario.run(model, middleware=_middleware(setting, model), harness=setting.harness,
                        turns=reminded(scenario.TURNS, model, setting.reminders))
     return run, model
-
-
-def compactions(run) -> list[tuple[int, int]]:
-    """``(call, cut)`` for each model call that first saw a new summary: the cut is the number of
-    stored messages the summary stands for (stored minus kept, the summary itself not counted).
-    Read from the Recorder's records, so it works for labkit's and deepagents' middleware.
-    Notebook 15."""
-    out: list[tuple[int, int]] = []
-    for r in run.records:
-        cut = r.messages_stored - (r.messages_seen - 1)
-        if r.by_kind["summary"] and not r.error and (not out or out[-1][1] != cut):
-            out.append((r.index, cut))
-    return out
 
 
 def needle_source(run) -> str:

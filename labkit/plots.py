@@ -47,7 +47,7 @@ def tokens_per_turn(run_or_records, window: int | None = None, trigger: int | No
     """Tokens the model saw on each call (and the stored history beside it), with the window
     line and, if given, a trigger line. A call that failed is marked with an x.
 
-    ``events`` — ``(call index, label)`` pairs, such as ``replay.Replay.event_marks()`` — are
+    ``events`` — ``(call index, label)`` pairs, such as ``trace.compaction_marks(run)`` — are
     marked on the "seen" line at the first call that saw each compacted view. Notebook 01."""
     records = _records(run_or_records)
     x = [r.index for r in records]

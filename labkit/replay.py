@@ -34,7 +34,7 @@ from labkit.summarize import (
     summary_prompt,
 )
 from labkit.tokens import PRICES, TokenCounter, cost, message_text
-from labkit.trace import KINDS, MESSAGE_KINDS, CallRecord, kind_of
+from labkit.trace import KINDS, MESSAGE_KINDS, CallRecord, compaction_marks, kind_of
 
 __all__ = ["NEEDLE_OUTCOMES", "Replay", "Trajectory", "replay", "synthetic_run", "trajectory"]
 
@@ -176,9 +176,10 @@ class Replay:
         return list(self.records)
 
     def event_marks(self) -> list[tuple[int, str]]:
-        """``(record index, label)`` per event: the first call that saw the compacted view."""
-        return [(index, f"compaction {e.number} ({e.reason}): messages 0–{e.cut - 1} folded")
-                for e, index in zip(self.events, self.event_records)]
+        """``(record index, label)`` per compaction the model saw: ``trace.compaction_marks``, the
+        same reader a real run's records go through (an event made on the call the run died on
+        has none)."""
+        return compaction_marks(self)
 
     def rows(self) -> list[dict[str, Any]]:
         """One row per event, for ``labkit.tables.table``."""

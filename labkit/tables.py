@@ -1,6 +1,7 @@
 """Small tables for notebooks: a list of dicts in, an object that renders as HTML out.
 
 Notebook 01 introduces them; every notebook shows its results as tables rather than prints.
+:func:`message_row` makes one message a row, for the "what the model saw" tables (notebook 04).
 What it leaves out: a pandas dependency, sorting and filtering, any styling beyond
 right-aligned numbers.
 """
@@ -11,7 +12,13 @@ import html
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-__all__ = ["Table", "table"]
+from langchain_core.messages import BaseMessage
+
+from labkit._sizes import check_count
+from labkit.tokens import message_text
+from labkit.trace import kind_of
+
+__all__ = ["Table", "message_row", "table"]
 
 
 def _cell(value: Any) -> str:
@@ -63,3 +70,21 @@ def table(rows: Sequence[Mapping[str, Any]], columns: Sequence[str] | None = Non
     """Make a :class:`Table` from a list of dicts (columns default to the keys, in order).
     Notebook 01."""
     return Table(rows, columns)
+
+
+def message_row(message: BaseMessage, width: int | None = None) -> dict[str, str]:
+    """One message as a table row: its ``kind`` (``trace.kind_of``, so a summary reads "summary")
+    and its ``content`` — what it says, or the tool calls it makes as ``name({args})`` — on one
+    line (newlines become spaces), cut after ``width`` characters with " …" (``None``: whole).
+    Notebook 04.
+
+    Example:
+        >>> # table([message_row(m) for m in run.messages[-4:]])
+        >>> # table([{"position": i, **message_row(m, width=90)} for i, m in enumerate(request.messages)])
+    """
+    check_count("width", width, "characters", allow_none=True)
+    calls = "; ".join(f"{tc['name']}({tc['args']})" for tc in getattr(message, "tool_calls", None) or [])
+    text = (calls or message_text(message, text_only=True)).replace("\n", " ")
+    if width is not None and len(text) > width:
+        text = text[:width] + " …"
+    return {"kind": kind_of(message), "content": text}

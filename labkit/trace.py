@@ -20,7 +20,8 @@ from langchain_core.messages import AIMessage, BaseMessage
 
 from labkit.tokens import PRICES, TokenCounter, cost
 
-__all__ = ["KINDS", "MESSAGE_KINDS", "CallRecord", "Recorder", "Request", "kind_of", "measure"]
+__all__ = ["KINDS", "MESSAGE_KINDS", "CallRecord", "Recorder", "Request", "compaction_marks", "compactions",
+           "kind_of", "measure"]
 
 MESSAGE_KINDS = ("human", "ai", "tool", "summary")  # the kinds a message in state can be
 KINDS = ("system", "tools", *MESSAGE_KINDS)  # the slices of one request
@@ -93,6 +94,36 @@ def measure(messages: list[BaseMessage], system: BaseMessage | None = None,
     for m in messages:
         by[kind_of(m)] += counter.message(m)
     return by
+
+
+def compactions(run_or_records) -> list[tuple[int, int]]:
+    """``(call, cut)`` for each compaction: the first call the model accepted with a new summary in
+    view, and the cut — how many stored messages the summary stands for (stored minus kept, the
+    summary itself not counted). Notebook 09.
+
+    Read from the records alone — a ``scenario.Run``'s, a ``replay.Replay``'s or a list — so it
+    works for any middleware that marks its summary (labkit's, langchain's, deepagents'). A refused
+    call does not count: the model never read that summary (a replayed run that dies on its last
+    compaction has no mark for it).
+    """
+    out: list[tuple[int, int]] = []
+    for r in getattr(run_or_records, "records", run_or_records):
+        cut = r.messages_stored - (r.messages_seen - 1)
+        if r.by_kind["summary"] and not r.error and (not out or out[-1][1] != cut):
+            out.append((r.index, cut))
+    return out
+
+
+def compaction_marks(run_or_records) -> list[tuple[int, str]]:
+    """``(call, label)`` for each of :func:`compactions` — the marks
+    ``plots.tokens_per_turn(events=...)`` draws, at the first call that saw each summary.
+    Notebook 07.
+
+    Example:
+        >>> # plots.tokens_per_turn(run, window=128_000, events=trace.compaction_marks(run))
+    """
+    return [(call, f"compaction {n}: messages 0–{cut - 1} folded")
+            for n, (call, cut) in enumerate(compactions(run_or_records), 1)]
 
 
 class Recorder(AgentMiddleware):

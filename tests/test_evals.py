@@ -19,7 +19,7 @@ from labkit import LabModel, evals, scenario
 from labkit.evals import Setting
 from labkit.offload import OffloadMiddleware
 from labkit.summarize import SummarizeMiddleware, events_of
-from labkit.trace import KINDS, CallRecord
+from labkit.trace import compactions
 from tests.conftest import ai_call
 
 NEEDLE = scenario.needle()
@@ -99,18 +99,9 @@ def test_without_an_archive_the_summarizers_backend_refuses_writes(middleware):
 # -- compactions and the needle's source, on hand-made data --------------------------------------
 
 
-def _record(index, stored, seen, summary=0, error=None):
-    by = dict.fromkeys(KINDS, 0)
-    by["summary"] = summary
-    return CallRecord(index=index, turn=0, stored=0, seen=summary, by_kind=by, messages_stored=stored,
-                      messages_seen=seen, error=error)
-
-
-def test_compactions_are_the_calls_that_first_see_a_new_cut():
-    records = [_record(0, 3, 3), _record(1, 9, 4, 50), _record(2, 11, 6, 50),  # cut 6, then still 6
-               _record(3, 13, 3, 60, error="overflow"), _record(4, 13, 4, 60)]  # refused, then cut 10
-    run = scenario.Run(messages=[], files={}, records=records)
-    assert evals.compactions(run) == [(1, 6), (4, 10)]
+def test_compactions_is_the_records_reader_of_trace():
+    """evals reads compactions with the reader notebooks 07 and 09 use (tests/test_trace.py)."""
+    assert evals.compactions is compactions
 
 
 def _needle_run(*between, answer=f"It was {NEEDLE.answer}."):

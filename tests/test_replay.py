@@ -24,6 +24,7 @@ from labkit import LabModel, plots, scenario
 from labkit.replay import NEEDLE_OUTCOMES, Replay, replay, synthetic_run, trajectory
 from labkit.summarize import SummarizeMiddleware, events_of
 from labkit.tokens import TokenCounter, cost, message_text
+from labkit.trace import compaction_marks
 
 
 def _common_prefix(a, b) -> int:
@@ -149,6 +150,20 @@ def test_overflow_is_recorded_like_the_recorder_does(traj):
     assert rep.overflow == rep.event_calls[0]
     assert rep.event_marks()[0][0] == retry.index  # marked where the compacted view was first seen
     assert len(rep.records) == rep.calls + 1
+
+
+def test_event_marks_are_read_like_a_real_runs(traj):
+    """A replay's marks come from its records through ``trace.compaction_marks``, as a real run's
+    do: the first record to see each event's view. An event made on the call where the run dies
+    is listed, but only refused records saw it, so it has no mark — as a real run's state would
+    not keep it."""
+    rep = replay(traj, window=60_000)
+    assert rep.died_at is None and rep.event_marks() == compaction_marks(rep)
+    assert [i for i, _ in rep.event_marks()] == list(rep.event_records)
+    died = replay(traj, window=40_000, trigger=("fraction", 0.3), keep=("fraction", 0.1))
+    assert died.died_at is not None and died.event_calls[-1] == died.died_at
+    assert [i for i, _ in died.event_marks()] == list(died.event_records[:-1])
+    assert died.records[died.event_records[-1]].error
 
 
 def test_a_longer_keep_compacts_more_often_and_sends_more(traj):

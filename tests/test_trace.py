@@ -16,8 +16,9 @@ from langchain_core.exceptions import ContextOverflowError
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 
 from labkit import LabModel, count_tokens, scenario
+from labkit.summarize import SummarizeMiddleware, events_of
 from labkit.tokens import PRICES, TokenCounter, cost, tool_schema_tokens
-from labkit.trace import KINDS, CallRecord, Recorder, kind_of, measure
+from labkit.trace import KINDS, CallRecord, Recorder, compaction_marks, compactions, kind_of, measure
 
 BIG = 1_000_000  # a window nothing in the scenario reaches
 
@@ -142,6 +143,53 @@ def test_deep_overflow_is_recorded_then_retried(deep_60k):
     assert len(failed) == 1 and failed[0].error.startswith("ContextOverflowError")
     nxt = run.records[failed[0].index + 1]
     assert nxt.stored == failed[0].stored and nxt.seen < failed[0].seen  # same state, compacted view
+
+
+# -- compactions, read from the records ------------------------------------------------------
+
+
+def _record(index, stored, seen, summary=0, error=None):
+    by = dict.fromkeys(KINDS, 0)
+    by["summary"] = summary
+    return CallRecord(index=index, turn=0, stored=0, seen=summary, by_kind=by, messages_stored=stored,
+                      messages_seen=seen, error=error)
+
+
+def test_compactions_are_the_calls_that_first_see_a_new_cut():
+    """Worked example. Call 1 sees 4 messages of 9 stored, one of them the summary: the summary
+    stands for 9 - (4 - 1) = 6 messages, so the cut is 6. Call 2 sees 6 of 11: 11 - 5 = 6 again,
+    the same summary. Call 3 was refused — the model never read what it was sent. Call 4 sees 4 of
+    13: a new cut, 10. The labels name the folded messages, 0–5 and 0–9."""
+    records = [_record(0, 3, 3), _record(1, 9, 4, 50), _record(2, 11, 6, 50),
+               _record(3, 13, 3, 60, error="overflow"), _record(4, 13, 4, 60)]
+    run = scenario.Run(messages=[], files={}, records=records)
+    assert compactions(records) == compactions(run) == [(1, 6), (4, 10)]
+    assert compaction_marks(run) == [(1, "compaction 1: messages 0–5 folded"),
+                                     (4, "compaction 2: messages 0–9 folded")]
+    assert compactions([]) == compaction_marks([]) == []
+
+
+@pytest.mark.parametrize("knobs, profile", [
+    ({"trigger": ("tokens", 60_000), "keep": ("tokens", 10_000)}, True),
+    ({"trigger": ("messages", 12), "keep": ("messages", 6)}, True),
+    ({}, False),  # no profile: the 170k trigger never fires; the overflow fallback compacts
+], ids=["tokens", "messages", "overflow fallback"])
+def test_marks_fall_on_the_first_accepted_call_after_each_event(knobs, profile):
+    """The oracle is the middleware's own events: the first call made with as many stored
+    messages as the event was created at (the retry, after a refused call) is where it shows."""
+    model = LabModel(window=128_000, **({} if profile else {"profile": None}))
+    run = scenario.run(model, middleware=[SummarizeMiddleware(model, **knobs)])
+    events = events_of(run.state)
+    first = [next(r.index for r in run.records if r.messages_stored == e.created_at and not r.error)
+             for e in events]
+    assert events and [call for call, _ in compaction_marks(run)] == first
+    assert [cut for _, cut in compactions(run)] == [e.cut for e in events]
+
+
+def test_compactions_read_deepagents_runs_too(deep_60k):
+    _, run = deep_60k
+    refused = next(r.index for r in run.records if r.error)
+    assert compactions(run) == [(refused + 1, run.state["_summarization_event"]["cutoff_index"])]
 
 
 # -- errors and cost --------------------------------------------------------------------------
