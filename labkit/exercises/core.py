@@ -90,7 +90,7 @@ class Exercise:
 
 
 def as_whole(value: Any) -> int | None:
-    """``value`` as an int if it is a whole number, else ``None``.
+    """``value`` as an int if it is a whole number, else ``None`` (every notebook's checkers, 01–16).
 
     ``155000``, ``155000.0`` and ``numpy.int64(155000)`` all count: learners compute answers with
     ``/``, ``math.ceil`` and numpy. ``True``, ``"155000"`` and ``155000.5`` do not.
