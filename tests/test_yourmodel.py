@@ -1,0 +1,79 @@
+"""labkit.yourmodel: a lesson's experiment on the learner's model — nothing sent unless asked,
+nothing above the budget, both runs side by side, checks that do not depend on the model."""
+
+from __future__ import annotations
+
+import pytest
+from langchain_core.messages import AIMessage
+
+from labkit import scenario
+from labkit.yourmodel import DEFAULT_BUDGET, Experiment, budget, on_your_model
+from tests.conftest import Scripted
+
+
+def grows(run):
+    """Nothing is ever removed from a naive run's context: each call sends at least the last."""
+    seen = [r.seen for r in run.records]
+    return [] if seen == sorted(seen) else ["a call sent less than the one before it"]
+
+
+EXPERIMENT = Experiment(
+    "the naive first turn, exports at 2%", window=16_000,
+    run=lambda model, mw: scenario.run(model, middleware=list(mw), turns=scenario.TURNS[:1],
+                                       export_scale=0.02),
+    checks=grows, observe=lambda run: [f"{len(run.tool_calls('fetch_market_data'))} of 5 exports fetched"])
+
+
+def scripted():
+    """A model that is not the lab model: two parallel fetches, then a short answer."""
+    calls = [{"name": "fetch_market_data", "args": {"ticker": t}, "id": f"f{t}", "type": "tool_call"}
+             for t in ("BRLM", "CRVD")]
+    return Scripted(messages=iter([AIMessage("", tool_calls=calls), AIMessage("Done.")]))
+
+
+@pytest.fixture
+def no_model(monkeypatch):
+    for name in ("LABKIT_MODEL", "LABKIT_BUDGET_TOKENS"):
+        monkeypatch.delenv(name, raising=False)
+    return monkeypatch
+
+
+def test_unset_it_says_how_and_sends_nothing(no_model):
+    lines = []
+    outcome = on_your_model(EXPERIMENT, out=lines.append)
+    assert outcome.yours is None and outcome.estimate > 0 and len(outcome.table().rows) == 1
+    assert len(lines) == 1 and "LABKIT_MODEL" in lines[0] and "Nothing was sent" in lines[0]
+
+
+def test_it_refuses_above_the_budget_and_names_the_knob(no_model):
+    no_model.setenv("LABKIT_BUDGET_TOKENS", "1000")
+    model, lines = scripted(), []
+    outcome = on_your_model(EXPERIMENT, model=model, out=lines.append)
+    assert outcome.yours is None and "LABKIT_BUDGET_TOKENS" in outcome.refused and model.seen == []
+    assert "Estimate: about" in lines[0] and f"{outcome.estimate:,}" in lines[0]
+
+
+def test_within_budget_it_runs_your_model_beside_the_lab_model(no_model):
+    no_model.setenv("LABKIT_BUDGET_TOKENS", "1_000_000")
+    model, lines = scripted(), []
+    outcome = on_your_model(EXPERIMENT, model=model, out=lines.append)
+    assert len(model.seen) == 2 and len(outcome.yours.records) == 2
+    assert [line.split(":")[0].strip() for line in lines[1:3]] == ["call 1", "call 2"], "one line per call"
+    assert "tool calls ['fetch_market_data', 'fetch_market_data']" in lines[1]
+    assert outcome.problems == [] and outcome.observations == ["2 of 5 exports fetched"]
+    assert outcome.table().column("run") == ["lab model", "your model"]
+    names = [t.name for t in outcome.figure(16_000).data]
+    assert any(n.startswith("lab model") for n in names) and any(n.startswith("your model") for n in names)
+
+
+@pytest.mark.parametrize(("raw", "expected"), [("", DEFAULT_BUDGET), ("250000", 250_000), ("25_000", 25_000)])
+def test_the_budget_reads_the_environment(no_model, raw, expected):
+    no_model.setenv("LABKIT_BUDGET_TOKENS", raw)
+    assert budget() == expected
+
+
+@pytest.mark.parametrize("raw", ["lots", "-5", "0"])
+def test_a_bad_budget_is_refused_by_name(no_model, raw):
+    no_model.setenv("LABKIT_BUDGET_TOKENS", raw)
+    with pytest.raises(ValueError, match="LABKIT_BUDGET_TOKENS"):
+        budget()
