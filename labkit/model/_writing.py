@@ -22,7 +22,8 @@ from labkit import scenario as sc
 from labkit.model._context import KPI, PATHS, View, plain
 from labkit.model._skills import skill_format, with_preferences
 
-__all__ = ["draft_file", "lab_summary", "literal_args", "noted_figure", "notes_to_write", "research_reply"]
+__all__ = ["draft_file", "lab_summary", "literal_args", "noted_figure", "notes_to_write", "placeholder",
+           "research_reply"]
 
 # -- the summary --------------------------------------------------------------------------------
 
@@ -208,12 +209,13 @@ def literal_args(schema: dict, view: View) -> dict:
             args = {}
     for name in fn.get("parameters", {}).get("required", []):
         if name not in args:
-            args[name] = _placeholder(name, props.get(name, {}))
+            args[name] = placeholder(name, props.get(name, {}))
     return args
 
 
-def _placeholder(name: str, prop: dict) -> Any:
-    """A value that fits the schema and shows it was not understood: ``"<name>"`` for text."""
+def placeholder(name: str, prop: dict) -> Any:
+    """A value that fits the schema and shows it was not understood: ``"<name>"`` for text.
+    Notebook 01."""
     if "default" in prop:
         return prop["default"]
     if prop.get("enum"):

@@ -5,8 +5,9 @@ a step of the scenario's task whose evidence is not in view, an answer, or an ad
 the goal is lost. Its docstring lists every rule. :func:`summary_reply` is the model as a
 summarizer; :func:`wants_compaction` its manual-compaction policy (notebook 11).
 
-What it leaves out: any language understanding — outside the scenario it says what it is; the
-plumbing of a chat model (tools bound, ids, usage, the window) is ``labkit.model.chat``.
+What it leaves out: any language understanding — outside the scenario it says what it is, or
+calls the bound tool a prompt names by word matching (``_prose``); the plumbing of a chat model
+(tools bound, ids, usage, the window) is ``labkit.model.chat``.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from labkit import prompts
 from labkit import scenario as sc
 from labkit.model._anchors import anchor_call, anchored_task, done_steps, recall_call
 from labkit.model._context import PATHS, View, active_task, plain
+from labkit.model._prose import named_tool, prose_args
 from labkit.model._skills import memory_sources, skill_to_read, stated_preference
 from labkit.model._writing import (
     draft_file,
@@ -27,6 +29,7 @@ from labkit.model._writing import (
     literal_args,
     noted_figure,
     notes_to_write,
+    placeholder,
     research_reply,
 )
 
@@ -89,7 +92,10 @@ def act(view: View, tools: list[dict], tool_choice: Any = None, *,
       ``compact_conversation``'s own answer (no loops), and never when the task is lost.
     * **Outside the scenario** it says what it is and how to switch to a real model
       (``LABKIT_MODEL``); when a tool is forced or written out literally as ``name(args)``, it
-      calls it with those literal arguments or schema placeholders — never a guess.
+      calls it with those literal arguments or schema placeholders. When the latest user message
+      names what a bound tool does (a word of its name or description summary), it calls that
+      tool once, arguments copied from the prompt by fixed rules (``_prose``), and then relays
+      the tool's result — word matching, never a guess at intent.
     """
     names = [t["function"]["name"] for t in tools]
     forced = bool(names) and (tool_choice in ("any", "required", True) or tool_choice in names)
@@ -225,7 +231,8 @@ def _skills_and_memory(task: sc.Task | None, view: View, names: list[str]) -> AI
 
 
 def _outside(view: View, tools: list[dict]) -> AIMessage:
-    """No scenario task is visible: goal lost, a literal tool call, or the plain intro."""
+    """No scenario task is visible: goal lost, a literal tool call, a call to the tool the prompt
+    names (``_prose``), the tool's result relayed, or the plain intro."""
     lab_context = any(s.evidence in view.text for t in sc.tasks() for s in t.steps) or \
         "SESSION INTENT" in view.text
     if lab_context:
@@ -241,6 +248,10 @@ def _outside(view: View, tools: list[dict]) -> AIMessage:
             name = t["function"]["name"]
             if re.search(rf"\b{re.escape(name)}\s*\(", asked):
                 return AIMessage("", tool_calls=[_tool_call(name, literal_args(t, view))])
+        named = named_tool(asked, tools)  # issue 10: the prompt names what a tool does
+        if named:
+            args = prose_args(named, asked, placeholder)
+            return AIMessage("", tool_calls=[_tool_call(named["function"]["name"], args)])
     return AIMessage(prompts.LAB_MODEL_INTRO)
 
 
