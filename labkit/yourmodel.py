@@ -29,9 +29,9 @@ __all__ = ["BUDGET_ENV", "DEFAULT_BUDGET", "Experiment", "Outcome", "budget", "o
 
 BUDGET_ENV = "LABKIT_BUDGET_TOKENS"
 DEFAULT_BUDGET = 100_000  # about 4 cents of input at gpt-4.1-mini's list price
-_HOW = ("On your model: set LABKIT_MODEL=provider:model (and its key; for an endpoint with no profile "
-        "also LABKIT_WINDOW) before starting Jupyter, then run this cell again — see \"Using a real "
-        "model\" in the README. Nothing was sent.")
+_HOW = ("On your model: set LABKIT_MODEL=provider:model (and its key; for an endpoint with no "
+        "profile also LABKIT_WINDOW) before starting Jupyter, then run this cell again — see "
+        "\"Using a real model\" in the README. Nothing was sent.")
 
 
 @dataclass(frozen=True)
@@ -40,7 +40,8 @@ class Experiment:
 
     ``run(model, middleware)`` runs it on ``model`` with the extra middleware appended (the
     progress printer) and returns the ``scenario.Run``; ``window`` is the window the experiment
-    assumes; ``checks(run)`` returns what went wrong among the things that do not depend on the
+    assumes (``lab_options`` go to the lab model's run); ``checks(run)`` returns what went wrong among the
+    things that do not depend on the
     model's choices (an empty list: all held); ``observe(run)`` describes what the model chose.
     """
 
@@ -49,6 +50,7 @@ class Experiment:
     window: int
     checks: Callable[[scenario.Run], list[str]] = lambda run: []
     observe: Callable[[scenario.Run], list[str]] = lambda run: []
+    lab_options: dict = field(default_factory=dict)  # for the lab model's run, e.g. delegate_research
 
 
 @dataclass
@@ -123,11 +125,14 @@ def on_your_model(experiment: Experiment, *, model: Any = None, price: str | tup
     """Run ``experiment`` on the lab model, then — if a model is chosen — on yours. Notebook 01.
 
     ``model``: your chat model (default: ``get_model()`` when ``LABKIT_MODEL`` is set, else none).
-    The estimate is what the same experiment sent on the lab model; a real model may call fewer
-    or more tools. Returns an :class:`Outcome`; nothing is sent above :func:`budget`.
+    The estimate is what the same experiment sent the lab model in all (summary calls and
+    subagents included); a real model may call fewer or more tools. Returns an :class:`Outcome`; nothing
+    is sent above :func:`budget`.
     """
-    lab = experiment.run(LabModel(window=experiment.window), ())
-    estimate = sum(r.seen for r in lab.records if not r.error)
+    lab_model = LabModel(window=experiment.window, **experiment.lab_options)
+    lab = experiment.run(lab_model, ())
+    # every call the lab model answered — summary calls and subagents' calls included
+    estimate = sum(c.input_tokens for c in lab_model.calls if not c.error)
     outcome = Outcome(experiment.name, lab, estimate)
     if model is None and not os.environ.get("LABKIT_MODEL", "").strip():
         out(_HOW)

@@ -1,0 +1,116 @@
+"""The lessons' key experiments, scaled down for "On your model" (``labkit.yourmodel``).
+
+One function per lesson returns an :class:`~labkit.yourmodel.Experiment`: the run (the first user
+turn, exports shrunk so that a real model costs cents), the checks that hold whatever the model
+chooses (they test labkit's mechanism, not the model), and the observations (what the model did).
+Notebook 01 builds its experiment by hand; notebooks 04, 07 and 12 call these. What it leaves out:
+the lessons' other runs, and any judgement of the model's wording.
+"""
+
+from __future__ import annotations
+
+from labkit import scenario
+from labkit.isolate import IsolateMiddleware, SubagentSpec
+from labkit.offload import OFFLOADED, OffloadMiddleware, unwrap
+from labkit.summarize import SummarizeMiddleware, events_of
+from labkit.tokens import count_tokens
+from labkit.yourmodel import Experiment
+
+__all__ = ["isolation", "offloading", "summarization"]
+
+FIRST_TURN = scenario.TURNS[:1]
+
+
+def _fetched(run: scenario.Run) -> str:
+    fetched = len(run.tool_calls("fetch_market_data"))
+    return f"it fetched {fetched} of 5 exports in {len(run.records)} model calls"
+
+
+def offloading(limit: int = 1_500, scale: float = 0.1) -> Experiment:
+    """Notebook 04: results over ``limit`` tokens go to files. Checks: no result over the limit
+    reached the context, and every export file holds its export word for word."""
+
+    def checks(run: scenario.Run) -> list[str]:
+        calls, problems = {tc["id"]: tc for tc in run.tool_calls()}, []
+        for m in (m for m in run.messages if m.type == "tool"):
+            path, call = m.additional_kwargs.get(OFFLOADED), calls.get(m.tool_call_id, {})
+            if path is None and count_tokens(m.text) > limit:
+                problems.append(f"a {count_tokens(m.text):,}-token result reached the context")
+            ticker = (call.get("args") or {}).get("ticker")
+            if path and call.get("name") == "fetch_market_data" and isinstance(ticker, str) \
+                    and scenario.export_text(ticker, scale) != unwrap(run.files[path]):
+                problems.append(f"{path} does not hold {ticker}'s export word for word")
+        return problems
+
+    def observe(run: scenario.Run) -> list[str]:
+        reads = [tc for tc in run.tool_calls() if tc["name"] in ("read_file", "grep")]
+        evicted = [p for p in run.files if p.startswith("/large_tool_results/")]
+        return [_fetched(run), f"{len(evicted)} results went to files; it read or grepped them back "
+                f"{len(reads)} times"]
+
+    return Experiment(
+        f"offloading above {limit:,} tokens, exports at {scale:.0%}", window=32_000, checks=checks,
+        observe=observe,
+        run=lambda model, extra: scenario.run(
+            model, middleware=[OffloadMiddleware(tool_limit=limit, args_trigger=None), *extra],
+            turns=FIRST_TURN, export_scale=scale))
+
+
+def summarization(trigger: int = 6_000, keep: int = 4, scale: float = 0.05) -> Experiment:
+    """Notebook 07: compaction at ``trigger`` tokens, keeping ``keep`` messages; your model writes
+    the summaries too. Checks: each compaction's archive holds exactly the messages it folded."""
+
+    def checks(run: scenario.Run) -> list[str]:
+        events = events_of(run.state)
+        if not events or events[-1].archive is None:
+            return []
+        archive = run.files.get(events[-1].archive, "")
+        folded = sum(1 for _ in run.messages[:events[-1].cut])
+        held = archive.count("<message type=")
+        return [] if held == folded else [f"the archive holds {held} messages, {folded} were folded"]
+
+    def observe(run: scenario.Run) -> list[str]:
+        events = events_of(run.state)
+        sizes = [len(e.summary.split()) for e in events]
+        return [_fetched(run), f"{len(events)} compactions; its summaries ran to {sizes} words"]
+
+    return Experiment(
+        f"compaction at {trigger:,} tokens keeping {keep} messages, exports at {scale:.0%}",
+        window=32_000, checks=checks, observe=observe,
+        run=lambda model, extra: scenario.run(
+            model, middleware=[SummarizeMiddleware(model, trigger=("tokens", trigger),
+                                                   keep=("messages", keep), window=32_000), *extra],
+            turns=FIRST_TURN, export_scale=scale))
+
+
+def isolation(scale: float = 0.02) -> Experiment:
+    """Notebook 12: a ``task`` tool with the researcher subagent. Checks: no child's tool result is
+    in the parent's context, and each child came back as one message."""
+    made: list[IsolateMiddleware] = []
+
+    def run(model, extra):
+        iso = IsolateMiddleware(model, [SubagentSpec(**scenario.researcher(export_scale=scale))])
+        made.append(iso)
+        return scenario.run(model, middleware=[iso, *extra], turns=scenario.FANOUT_TURNS[:1],
+                            export_scale=scale)
+
+    def checks(run: scenario.Run) -> list[str]:
+        children = made[-1].children
+        own = {tc["id"] for tc in run.tool_calls()}
+        stray = [m for m in run.messages if m.type == "tool" and m.tool_call_id not in own]
+        replies = [m for m in run.messages if m.type == "tool" and m.name == "task"]
+        problems = [f"{len(stray)} tool results in the parent's messages answer no call of its own"] \
+            if stray else []
+        if len(replies) != len(children):
+            problems.append(f"{len(children)} children ran but {len(replies)} task replies came back")
+        return problems
+
+    def observe(run: scenario.Run) -> list[str]:
+        children = made[-1].children
+        if not children:
+            return [_fetched(run) + "; it never delegated"]
+        return [f"it delegated {len(children)} tasks; the parent's largest request was {run.peak:,} "
+                f"tokens, the children's {max(c.peak for c in children):,}"]
+
+    return Experiment(f"a researcher subagent, exports at {scale:.0%}", window=32_000, run=run,
+                      checks=checks, observe=observe, lab_options={"delegate_research": True})

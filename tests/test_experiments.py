@@ -1,0 +1,58 @@
+"""labkit.experiments: each lesson's scaled-down experiment passes its own checks on the lab model,
+fits the default budget, and runs on a model that is not the lab model; a check that could never
+fail would be no check, so each is also shown failing on a run that breaks it."""
+
+from __future__ import annotations
+
+import pytest
+from langchain_core.messages import AIMessage, ToolMessage
+
+from labkit import experiments, scenario
+from labkit.yourmodel import DEFAULT_BUDGET, on_your_model
+from tests.conftest import Scripted
+
+EXPERIMENTS = {"offloading": experiments.offloading, "summarization": experiments.summarization,
+               "isolation": experiments.isolation}
+
+
+@pytest.fixture(scope="module")
+def outcomes():
+    """Each experiment, and its outcome with LABKIT_MODEL unset: the lab model's run only."""
+    made = {name: make() for name, make in EXPERIMENTS.items()}
+    with pytest.MonkeyPatch.context() as env:
+        env.delenv("LABKIT_MODEL", raising=False)
+        return {name: (e, on_your_model(e, out=lambda s: None)) for name, e in made.items()}
+
+
+@pytest.mark.parametrize("name", EXPERIMENTS)
+def test_the_lab_run_holds_its_checks_and_fits_the_default_budget(outcomes, name, monkeypatch):
+    experiment, outcome = outcomes[name]
+    assert outcome.lab.error is None and experiment.checks(outcome.lab) == []
+    assert 0 < outcome.estimate <= DEFAULT_BUDGET, "the default budget runs every lesson's experiment"
+    assert experiment.observe(outcome.lab)
+
+
+@pytest.mark.parametrize("name", EXPERIMENTS)
+def test_a_model_that_is_not_the_lab_model_runs_it(name, monkeypatch):
+    monkeypatch.setenv("LABKIT_BUDGET_TOKENS", "1000000")
+    calls = [{"name": "fetch_market_data", "args": {"ticker": t}, "id": f"f{t}", "type": "tool_call"}
+             for t in ("BRLM", "CRVD")]
+    model = Scripted(messages=iter([AIMessage("", tool_calls=calls), AIMessage("Done.")] * 3))
+    outcome = on_your_model(EXPERIMENTS[name](), model=model, out=lambda s: None)
+    assert outcome.yours is not None and model.seen and outcome.problems == []
+    assert outcome.table().column("run") == ["lab model", "your model"]
+
+
+def test_the_offloading_check_fails_when_a_big_result_reaches_the_context():
+    experiment = experiments.offloading(limit=100)
+    big = ToolMessage("row " * 400, tool_call_id="x")
+    call = {"name": "fetch_market_data", "args": {"ticker": "BRLM"}, "id": "x", "type": "tool_call"}
+    run = scenario.Run(messages=[AIMessage("", tool_calls=[call]), big], files={})
+    assert experiment.checks(run) and "reached the context" in experiment.checks(run)[0]
+
+
+def test_the_isolation_check_fails_when_a_childs_result_leaks_into_the_parent(outcomes):
+    experiment, outcome = outcomes["isolation"]
+    leaked = ToolMessage("a child's raw export", tool_call_id="child_call_1")
+    run = scenario.Run(messages=[*outcome.lab.messages, leaked], files={})
+    assert any("answer no call of its own" in p for p in experiment.checks(run))
