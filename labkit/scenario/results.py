@@ -28,7 +28,7 @@ from labkit.scenario.texts import NEEDLE_QUESTION, REPORT_PATH, RISKS_PATH
 from labkit.tokens import message_text
 from labkit.trace import CallRecord
 
-__all__ = ["Run", "Score", "load_run", "score"]
+__all__ = ["Run", "Score", "hands_back", "load_run", "score"]
 
 
 @dataclass(frozen=True)
@@ -68,8 +68,16 @@ class Score:
         return " | ".join(parts)
 
 
+def hands_back(answer: str, worked: bool) -> bool:
+    """Does this answer hand the task back to the user? The lab model's ``prompts.GOAL_LOST``, or
+    any model's answer ending in a question in a turn where it called no tool (``worked=False``).
+    ``score`` counts them as ``asked_user``; ``evals.reminded`` re-sends the turn. Notebook 14."""
+    answer = answer.rstrip()
+    return answer == GOAL_LOST or (not worked and answer.endswith(("?", "？")))
+
+
 def _asked_user(messages: list[BaseMessage]) -> int:
-    """Answers that hand the task back: ``GOAL_LOST``, or a question in a turn that did no work."""
+    """How many answers in ``messages`` hand the task back (:func:`hands_back`)."""
     asked, worked = 0, False
     for m in messages:
         if isinstance(m, HumanMessage):
@@ -77,8 +85,7 @@ def _asked_user(messages: list[BaseMessage]) -> int:
         elif isinstance(m, AIMessage) and m.tool_calls:
             worked = True
         elif isinstance(m, AIMessage):
-            text = message_text(m, text_only=True).rstrip()
-            asked += text == GOAL_LOST or (not worked and text.endswith(("?", "？")))
+            asked += hands_back(message_text(m, text_only=True), worked)
     return asked
 
 

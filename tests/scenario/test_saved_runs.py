@@ -123,3 +123,17 @@ def test_identical_calls_count_any_tool():
     s = _run(HumanMessage("x"), call, ToolMessage("a", tool_call_id="c1"),
              ai_call("read_file", {"file_path": "/a.md"}, "c2"), ToolMessage("a", tool_call_id="c2")).score
     assert (s.identical_calls, s.steps_repeated) == (1, 0)
+
+
+def test_diagnose_sees_any_model_hand_the_task_back(foreign):
+    asked = scenario.Run(messages=[*foreign.messages, HumanMessage(scenario.TURNS[1]),
+                                   AIMessage("Sorry, what should I work on?")],
+                         files=foreign.files, records=foreign.records, turns_completed=2)
+    found = diagnose.diagnose(asked)
+    assert [f.key for f in found] == ["goal_lost"] and found[0].numbers["count"] == 1
+
+
+def test_a_recorded_reply_is_saved(fresh, tmp_path):
+    assert fresh.records[-1].reply == fresh.messages[-1].text and fresh.records[0].reply == ""
+    back = scenario.load_run(fresh.save(tmp_path / "run.json"))
+    assert [r.reply for r in back.records] == [r.reply for r in fresh.records]
