@@ -7,8 +7,8 @@ a :class:`Setting` per configuration, :func:`trial` runs it, :func:`row` and :fu
 compactions, goal, needle (and :func:`needle_source`, where it came from) and tokens sent.
 
 What it leaves out: judging a real model's wording — a goal loss is the lab model's fixed reply
-(``prompts.GOAL_LOST``), as in ``scenario.score``. The grid runs on ``LabModel`` only: its call
-log is where the summary calls' tokens are read.
+(``prompts.GOAL_LOST``) or any model's question instead of work (``scenario.hands_back``). The
+grid runs on ``LabModel`` only; :func:`row` and :func:`reminded` read any model's run.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from labkit.offload import OffloadMiddleware
 from labkit.prompts import GOAL_LOST
 from labkit.summarize import SummarizeMiddleware
 from labkit.tokens import TokenCounter, message_text
-from labkit.trace import compactions  # re-exported: notebook 15 reads evals.compactions
+from labkit.trace import Recorder, compactions  # compactions re-exported: notebook 15 reads it
 
 __all__ = ["ANCHORS", "MIDDLEWARE", "NEEDLE_SOURCES", "Setting", "anchor_calls", "compactions", "drift",
            "forced_compaction", "grid", "needle_source", "reminded", "row", "trial"]
@@ -41,24 +41,42 @@ NEEDLE_SOURCES = ("context", "archive", "offload file", "other file", "lost", "n
 _FOLDERS = {f"{HISTORY_DIR}/": "archive", f"{RESULTS_DIR}/": "offload file"}
 
 
-def reminded(turns: Iterable[str], model, times: int = 2) -> Iterator[str]:
-    """Yield each user turn; after it, while the lab model's last reply was "I can no longer see
-    what you asked me to do" (at most ``times`` in a row), yield the same turn again.
+def _handed_back(model, recorder: Recorder | None) -> bool:
+    """Did the last reply hand the task back? From the recorder's records (any model) or else
+    the lab model's own log (its ``GOAL_LOST`` reply)."""
+    if recorder is not None:
+        last = recorder.records[-1] if recorder.records else None
+        if last is None or last.reply is None:
+            return False
+        worked = any(r.tool_calls for r in recorder.records if r.turn == last.turn)
+        return not last.tool_calls and scenario.hands_back(last.reply, worked)
+    last = next((c for c in reversed(model.calls) if c.kind == "agent"), None)
+    return last is not None and last.response is not None and last.response.text == GOAL_LOST
+
+
+def reminded(turns: Iterable[str], model, times: int = 2, *,
+             recorder: Recorder | None = None) -> Iterator[str]:
+    """Yield each user turn; after it, while the agent's last reply handed the task back (at most
+    ``times`` in a row), yield the same turn again.
 
     Pass it as ``scenario.run(model, turns=reminded(scenario.TURNS, model))``: the run reads the
     turns one at a time, so each reminder sees the reply to the turn before it. A goal lost then
     costs what it costs in real life: the user repeats themselves, and the agent redoes whatever
     it can no longer see. Notebook 14.
+
+    Without ``recorder`` it reads the lab model's own log for its ``GOAL_LOST`` reply. For any
+    model, pass the run's recorder — ``rec = Recorder()``, then ``scenario.run(model, recorder=rec,
+    turns=reminded(TURNS, model, recorder=rec))`` — and it reads the last recorded reply
+    (``scenario.hands_back``: ``GOAL_LOST``, or a question in a turn with no tool call).
     """
     check_count("times", times, "reminders", least=0)
-    if not hasattr(model, "calls"):
+    if recorder is None and not hasattr(model, "calls"):
         raise TypeError(f"reminded() reads the lab model's call log; {type(model).__name__} has "
-                        "no .calls (use labkit.LabModel)")
+                        "no .calls: pass the run's recorder (recorder=rec) for any other model")
     for text in turns:
         yield text
         for _ in range(times):
-            last = next((c for c in reversed(model.calls) if c.kind == "agent"), None)
-            if last is None or last.response is None or last.response.text != GOAL_LOST:
+            if not _handed_back(model, recorder):
                 break
             yield text
 
@@ -247,18 +265,24 @@ def row(setting: Setting, run, model) -> dict:
 
     ``tokens sent`` is every input token the model received: the agent's calls (as the Recorder
     measured them; a refused call costs nothing) plus the summary calls (the lab model's own log).
-    :func:`drift`'s ``tokens sent`` is the agent's part only.
+    :func:`drift`'s ``tokens sent`` is the agent's part only. Any other model (no ``.calls``):
+    one summary call per compaction, their tokens unknown (``None``: the summarizer calls the
+    model outside the agent's Recorder), and ``tokens sent`` is the agent's part.
     """
     score = run.score
     agent = [r for r in run.records if r.error is None]
-    summaries = [c for c in model.calls if c.kind == "summary" and c.error is None]
-    agent_tokens, summary_tokens = sum(r.seen for r in agent), sum(c.input_tokens for c in summaries)
-    return {"setting": setting.name, "compactions": len(compactions(run)),
+    agent_tokens, marks = sum(r.seen for r in agent), compactions(run)
+    if hasattr(model, "calls"):
+        summaries = [c for c in model.calls if c.kind == "summary" and c.error is None]
+        n_summaries, summary_tokens = len(summaries), sum(c.input_tokens for c in summaries)
+    else:
+        n_summaries, summary_tokens = len(marks), None
+    return {"setting": setting.name, "compactions": len(marks),
             "goal completed": score.goal_completed, "goal losses": score.goal_lost,
             "needle": score.needle_correct, "needle from": needle_source(run),
             "steps repeated": score.steps_repeated, "agent calls": len(agent),
-            "summary calls": len(summaries), "peak request": max((r.seen for r in agent), default=0),
-            "summary tokens": summary_tokens, "tokens sent": agent_tokens + summary_tokens}
+            "summary calls": n_summaries, "peak request": max((r.seen for r in agent), default=0),
+            "summary tokens": summary_tokens, "tokens sent": agent_tokens + (summary_tokens or 0)}
 
 
 def grid(settings: Sequence[Setting]) -> list[dict]:

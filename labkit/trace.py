@@ -18,7 +18,7 @@ from typing import Any
 from langchain.agents.middleware import AgentMiddleware, ModelRequest
 from langchain_core.messages import AIMessage, BaseMessage
 
-from labkit.tokens import PRICES, TokenCounter, cost
+from labkit.tokens import PRICES, TokenCounter, cost, message_text
 
 __all__ = ["KINDS", "MESSAGE_KINDS", "CallRecord", "Recorder", "Request", "compaction_marks", "compactions",
            "kind_of", "measure"]
@@ -55,8 +55,9 @@ class Request:
 @dataclass
 class CallRecord:
     """One model call, measured. ``seen == sum(by_kind.values())``; ``stored`` counts
-    ``state["messages"]`` (no system prompt, no tool schemas); ``request`` is the request itself
-    when the Recorder keeps them. Notebook 03."""
+    ``state["messages"]`` (no system prompt, no tool schemas); ``reply`` is the text the model
+    returned (``None`` for a refused or replayed call); ``request`` is the request itself when the
+    Recorder keeps them. Notebook 03."""
 
     index: int
     turn: int
@@ -70,6 +71,7 @@ class CallRecord:
     cost: float = 0.0
     error: str | None = None
     tool_calls: list[str] = field(default_factory=list)
+    reply: str | None = field(default=None, compare=False)
     request: Request | None = field(default=None, repr=False, compare=False)
 
     @property
@@ -197,6 +199,7 @@ class Recorder(AgentMiddleware):
             rec.output_tokens = int(usage.get("output_tokens", 0))
             rec.reported_input = usage.get("input_tokens")
             rec.tool_calls = [tc["name"] for tc in ai.tool_calls]
+            rec.reply = message_text(ai, text_only=True)
         rec.cost = cost(rec.seen, rec.output_tokens, price)
 
     def wrap_model_call(self, request, handler):

@@ -19,8 +19,8 @@ from labkit import LabModel, evals, scenario
 from labkit.evals import Setting
 from labkit.offload import OffloadMiddleware
 from labkit.summarize import SummarizeMiddleware, events_of
-from labkit.trace import compactions
-from tests.conftest import ai_call
+from labkit.trace import Recorder, compactions
+from tests.conftest import Scripted, ai_call
 
 NEEDLE = scenario.needle()
 KPI_LINE = f"kpi,{NEEDLE.ticker},{NEEDLE.kpi},{NEEDLE.answer}"
@@ -214,3 +214,36 @@ def test_grid_is_row_of_trial_in_order():
     got = evals.grid(settings)
     assert [g["setting"] for g in got] == ["recommended", "no offload"]
     assert got[0] == evals.row(settings[0], *evals.trial(settings[0]))
+
+
+# -- any model: the recorder's replies and records, not the lab model's log ------------------------
+
+
+def _scripted_run(*replies, recorder=None, times=2):
+    """The scenario's first two turns on a scripted (non-lab) model, reminded from the recorder."""
+    model = Scripted(messages=iter(replies))
+    rec = recorder or Recorder()
+    turns = evals.reminded(scenario.TURNS[:2], model, times, recorder=rec)
+    return scenario.run(model, recorder=rec, turns=turns, export_scale=0.02), rec
+
+
+def test_reminded_reads_any_models_reply_from_the_recorder():
+    run, rec = _scripted_run(AIMessage("What should I work on?"), AIMessage("Which report?"),
+                             AIMessage("Done."), AIMessage("Noted."))
+    assert rec.turns == [scenario.TURNS[0]] * 3 + [scenario.TURNS[1]], "two reminders, then the next turn"
+    assert [r.reply for r in rec.records] == ["What should I work on?", "Which report?", "Done.", "Noted."]
+    assert run.score.asked_user == 2 and run.score.goal_lost == 0
+
+
+def test_a_question_after_work_is_not_reminded():
+    run, rec = _scripted_run(ai_call("search_news", {"ticker": "BRLM"}, "c1"), AIMessage("Shall I go on?"),
+                             AIMessage("Noted."))
+    assert rec.turns == list(scenario.TURNS[:2]) and run.score.asked_user == 0
+
+
+def test_a_row_of_any_model_counts_compactions_and_leaves_summary_tokens_unknown(trials):
+    s, run, _ = trials["summarize 10%"]
+    row = evals.row(s, run, object())
+    assert row["summary calls"] == row["compactions"] == len(evals.compactions(run)) > 0
+    assert row["summary tokens"] is None
+    assert row["tokens sent"] == sum(r.seen for r in run.records if r.error is None)

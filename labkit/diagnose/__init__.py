@@ -6,7 +6,9 @@ Here: :func:`diagnose` and the thresholds it reads (change one, and the next cal
 parts: ``rows`` (the table as data, English and Chinese), ``findings`` (the detectors and the
 report), ``recipes`` (how each failure mode is made). Every name is importable from here.
 
-What it leaves out: judgement — the detectors read numbers, never a real model's wording.
+What it leaves out: judgement — the detectors read numbers and the shape of replies, never a
+real model's meaning. They read a run's records, messages and files: any model's run, saved
+and loaded too (``scenario.load_run``).
 """
 
 from __future__ import annotations

@@ -5,10 +5,11 @@ messages, state, files), its score and its model; :func:`detect` runs them all a
 :class:`Finding` per symptom seen; :func:`report` shows findings as a table. The thresholds come
 in as an argument: ``labkit.diagnose`` holds them, and ``diagnose(run, model)`` passes them.
 
-What it leaves out: judgement. The detectors read numbers and the lab model's fixed replies
-(``prompts.GOAL_LOST``), never a real model's wording; symptoms a run has no number for are in
-the table but not detected. Isolated children are recorded by ``IsolateMiddleware``, not by the
-run's own recorder, so their cost is not diagnosed.
+What it leaves out: judgement. The detectors read numbers and the shape of the replies (a lost
+goal: the lab model's ``prompts.GOAL_LOST``, or any model's question in a turn that did no work),
+never the meaning of a real model's wording; symptoms with no number are in the table only.
+Isolated children are recorded by ``IsolateMiddleware``, not by the run's own recorder, so their
+cost is not diagnosed.
 """
 
 from __future__ import annotations
@@ -135,10 +136,13 @@ def _raw_dump(run, score, model, limits) -> Finding | None:
 
 
 def _goal_lost(run, score, model, limits) -> Finding | None:
-    if not score.goal_lost:
+    """The lab model says ``GOAL_LOST``; any model hands the task back (``score.asked_user``, which
+    counts ``GOAL_LOST`` too, so on a lab run both numbers agree)."""
+    count = max(score.goal_lost, score.asked_user)
+    if not count:
         return None
     answers = sum(isinstance(m, AIMessage) and not m.tool_calls for m in run.messages)
-    return Finding("goal_lost", {"count": score.goal_lost, "answers": answers,
+    return Finding("goal_lost", {"count": count, "answers": answers,
                                  "summarized": sum(r.by_kind["summary"] > 0 for r in run.records),
                                  "calls": len(run.records)})
 

@@ -29,7 +29,7 @@ from labkit.scenario.data import (
     with_transcript,
 )
 from labkit.scenario.harness import agent, run
-from labkit.scenario.results import Run, Score, score
+from labkit.scenario.results import Run, Score, hands_back, load_run, score
 from labkit.scenario.steps import Step, Task, notes_path, research_request, researcher, tasks
 from labkit.scenario.texts import (
     BRIEFINGS,
@@ -90,6 +90,8 @@ __all__ = [
     "companies",
     "data_dir",
     "export_text",
+    "hands_back",
+    "load_run",
     "memory_files",
     "memory_store",
     "memory_text",

@@ -5,30 +5,42 @@ Notebook 01 introduces both. A :class:`Run` holds the thread's final state (mess
 reads the outcome — goal completed, steps repeated, needle answered exactly — from the messages
 and files alone, so it works on any model's run, not only the lab model's.
 
-What it leaves out: how the run was made (``harness``), and judging wording — a lost goal is
-counted only when the model says ``labkit.prompts.GOAL_LOST`` word for word (``labkit.evals``
-reads more).
+:meth:`Run.save` and :func:`load_run` keep a run in a JSON file: bring your own agent's run.
+What it leaves out: how the run was made (``harness``), and judging wording — ``goal_lost`` is the
+lab model's ``prompts.GOAL_LOST`` word for word; any model's sign is ``asked_user``, an answer
+ending in a question in a turn that did no work.
 """
 
 from __future__ import annotations
 
+import json
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
+from pathlib import Path
 from typing import Any
 
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+from langchain_core.exceptions import ContextOverflowError
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, messages_from_dict, messages_to_dict
 
 from labkit.prompts import GOAL_LOST
 from labkit.scenario.data import _ticker, companies, needle
 from labkit.scenario.texts import NEEDLE_QUESTION, REPORT_PATH, RISKS_PATH
 from labkit.tokens import message_text
+from labkit.trace import CallRecord
 
-__all__ = ["Run", "Score", "score"]
+__all__ = ["Run", "Score", "hands_back", "load_run", "score"]
 
 
 @dataclass(frozen=True)
 class Score:
-    """The outcome of one run, as :func:`score` reads it. Notebook 01."""
+    """The outcome of one run, as :func:`score` reads it. Notebook 01.
+
+    ``goal_lost`` counts the lab model's ``prompts.GOAL_LOST`` reply only. The signs any model
+    leaves: ``asked_user`` (answers that ask the user what to do: ``GOAL_LOST``, or an answer ending
+    in a question in a turn with no tool call), ``identical_calls`` (tool calls repeating an
+    earlier one, same name and arguments) and ``no_report`` (the run ended without an error and
+    without ``REPORT_PATH``).
+    """
 
     goal_completed: bool
     steps_repeated: int
@@ -37,6 +49,9 @@ class Score:
     repeated: tuple[str, ...] = ()
     missing: tuple[str, ...] = ()
     error: str | None = None
+    asked_user: int = 0
+    identical_calls: int = 0
+    no_report: bool = False
 
     def __str__(self) -> str:
         parts = [
@@ -46,9 +61,39 @@ class Score:
         ]
         if self.goal_lost:
             parts.append(f"lost the goal: {self.goal_lost}x")
+        if self.asked_user > self.goal_lost:  # a real model's sign; the lab model's is goal_lost
+            parts.append(f"asked the user what to do: {self.asked_user}x")
         if self.error:
             parts.append(f"error: {self.error}")
         return " | ".join(parts)
+
+
+def hands_back(answer: str, worked: bool) -> bool:
+    """Does this answer hand the task back to the user? The lab model's ``prompts.GOAL_LOST``, or
+    any model's answer ending in a question in a turn where it called no tool (``worked=False``).
+    ``score`` counts them as ``asked_user``; ``evals.reminded`` re-sends the turn. Notebook 14."""
+    answer = answer.rstrip()
+    return answer == GOAL_LOST or (not worked and answer.endswith(("?", "？")))
+
+
+def _asked_user(messages: list[BaseMessage]) -> int:
+    """How many answers in ``messages`` hand the task back (:func:`hands_back`)."""
+    asked, worked = 0, False
+    for m in messages:
+        if isinstance(m, HumanMessage):
+            worked = False
+        elif isinstance(m, AIMessage) and m.tool_calls:
+            worked = True
+        elif isinstance(m, AIMessage):
+            asked += hands_back(message_text(m, text_only=True), worked)
+    return asked
+
+
+def _identical_calls(messages: list[BaseMessage]) -> int:
+    """Tool calls that repeat an earlier one exactly (same tool, same arguments)."""
+    seen = Counter(f"{tc['name']}:{json.dumps(tc['args'], sort_keys=True, default=str)}"
+                   for m in messages if isinstance(m, AIMessage) for tc in m.tool_calls)
+    return sum(n - 1 for n in seen.values())
 
 
 def score(result: Run) -> Score:
@@ -84,6 +129,9 @@ def score(result: Run) -> Score:
         repeated=repeated,
         missing=tuple(missing),
         error=None if result.error is None else f"{type(result.error).__name__}: {result.error}",
+        asked_user=_asked_user(result.messages),
+        identical_calls=_identical_calls(result.messages),
+        no_report=result.error is None and REPORT_PATH not in result.files,
     )
 
 
@@ -129,3 +177,49 @@ class Run:
         """
         calls = [tc for m in self.messages if isinstance(m, AIMessage) for tc in m.tool_calls]
         return calls if name is None else [tc for tc in calls if tc["name"] == name]
+
+    def save(self, path: str | Path) -> Path:
+        """Write the run to a JSON file that :func:`load_run` reads back: messages, files, records
+        (without their requests), turns completed and the error as text (its type's name and
+        message). The whole ``state`` is not saved. Notebook 16: bring your own agent's run.
+
+        Example:
+            >>> # run.save("my_run.json"); diagnose.diagnose(scenario.load_run("my_run.json"))
+        """
+        path = Path(path)
+        records = [{f.name: getattr(r, f.name) for f in fields(r) if f.name != "request"}
+                   for r in self.records]
+        error = None if self.error is None else {"type": type(self.error).__name__,
+                                                 "message": str(self.error)}
+        data = {"format": _FORMAT, "messages": messages_to_dict(self.messages), "files": self.files,
+                "records": records, "turns_completed": self.turns_completed, "error": error}
+        path.write_text(json.dumps(data, ensure_ascii=False, separators=(",", ":")), encoding="utf-8")
+        return path
+
+
+_FORMAT = "labkit.run/1"
+
+
+def _error(saved: dict | None) -> BaseException | None:
+    """The saved error as an exception of the same name (``ContextOverflowError`` itself, so the
+    clinic recognizes an overflow; any other type is a stand-in that only carries its name)."""
+    if saved is None:
+        return None
+    if saved["type"] == ContextOverflowError.__name__:
+        return ContextOverflowError(saved["message"])
+    return type(saved["type"], (Exception,), {"__module__": "labkit.scenario.saved"})(saved["message"])
+
+
+def load_run(path: str | Path) -> Run:
+    """A :class:`Run` read back from :meth:`Run.save`'s JSON file — any model's run, made by any
+    agent that recorded it with ``labkit.trace.Recorder`` — for ``score``, ``replay``,
+    ``widgets.knobs`` and ``diagnose``. Records come back without requests, ``state`` holds only
+    ``messages``. Notebook 16.
+    """
+    data = json.loads(Path(path).read_text(encoding="utf-8"))
+    if not isinstance(data, dict) or data.get("format") != _FORMAT:
+        raise ValueError(f"{path} is not a run saved by Run.save (format {_FORMAT!r})")
+    messages = messages_from_dict(data["messages"])
+    records = [CallRecord(**r) for r in data["records"]]
+    return Run(messages=messages, files=dict(data["files"]), records=records, error=_error(data["error"]),
+               turns_completed=data["turns_completed"], state={"messages": messages})
