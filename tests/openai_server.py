@@ -8,9 +8,9 @@ chunk when ``stream_options.include_usage``) and ``GET /v1/models``; counts prom
 
 Its policy, deterministic and unlike the lab model's: to a user turn with tools it makes two
 *parallel* calls (``fetch_market_data`` and ``search_news`` for the first ticker it finds); after
-tool results it calls one more tool once, then stops early with a short answer (no report); asked
-for an exact figure, it invents a plausible percentage instead of looking. Without tools (a
-summary request), it answers a short text.
+tool results it fetches the next ticker (unless it sees that call already), then stops early with
+a short answer (no report); asked for an exact figure, it invents a percentage instead of
+looking. Without tools (a summary request), it answers a one-line summary.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-__all__ = ["OpenAIServer", "policy"]
+__all__ = ["INVENTED", "OpenAIServer", "policy"]
 
 NAMES = {"brightloom": "BRLM", "corvid": "CRVD", "driftwood": "DRFT", "emberline": "EMBR",
          "fernhollow": "FERN"}
@@ -51,18 +51,21 @@ def policy(messages: list[dict], tools: list[dict]) -> tuple[str, list[tuple[str
     request = _text(messages[users[-1]]["content"]) if users else ""
     tickers = _tickers(request)
     usable = [n for n in KNOWN_TOOLS if n in names]
-    if not tools:
-        return f"Summary: the user asked: {request[:120]}", []
-    if "exact" in request.lower():
-        return INVENTED, []
+    if not tools:  # a summary request: name what it is about, as a terse summarizer would
+        named = _tickers(" ".join(_text(m.get("content")) for m in messages))
+        return f"Summary: the user wants a report on {', '.join(named) or 'nothing named'}.", []
     last = messages[-1].get("role")
     if last == "user":
+        if "exact" in request.lower():
+            return INVENTED, []
         if usable and tickers:
             return "", [(n, {"ticker": tickers[0]}) for n in usable[:2]]
         return "I have no tool for that.", []
-    rounds = sum(1 for m in messages[users[-1] if users else 0:]
-                 if m.get("role") == "assistant" and m.get("tool_calls"))
-    if last == "tool" and rounds == 1 and len(tickers) > 1 and "fetch_market_data" in names:
+    # one more call, unless it can already see it made that call (stateless, so a compaction
+    # that hides the call would make it call again — as a real model might)
+    called = " ".join(c.get("function", {}).get("arguments", "") for m in messages
+                      if m.get("role") == "assistant" for c in m.get("tool_calls") or [])
+    if last == "tool" and len(tickers) > 1 and tickers[1] not in called and "fetch_market_data" in names:
         return "", [("fetch_market_data", {"ticker": tickers[1]})]
     return f"Done: I looked at {', '.join(tickers[:2]) or 'nothing'} and stopped there.", []
 

@@ -65,9 +65,9 @@ def get_model(spec: str | None = None, **kwargs: Any) -> BaseChatModel:
     OpenAI-compatible endpoint — gets deepagents' fallback: a 170,000-token trigger that keeps 6
     messages (notebook 07), whatever its real window. The lab model's window is its ``window=``.
 
-    An Ollama model is built without contacting the server: if ``ollama serve`` is not running,
-    the first call fails with the ``ollama`` client's "Failed to connect to Ollama" error — start
-    the server with ``ollama serve`` and run the cell again.
+    An Ollama model is built without contacting the server: if it is not running, the first call
+    fails with ``httpx.ConnectError: [Errno 111] Connection refused`` (it does not say Ollama) —
+    start the server with ``ollama serve`` and run the cell again.
 
     Keyword arguments go to ``LabModel`` or to ``init_chat_model``. Notebook 01.
     """

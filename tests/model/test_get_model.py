@@ -148,3 +148,19 @@ def test_describe_a_real_model_and_where_its_window_comes_from(clean_env):
     clean_env.setenv("LABKIT_WINDOW", "32000")
     assert describe(get_model("openai:fake-model")) == (
         "openai:fake-model at http://127.0.0.1:8000/v1, window 32,000 (LABKIT_WINDOW)")
+
+
+@pytest.mark.allow_hosts(["127.0.0.1"])
+def test_an_ollama_server_that_is_down_fails_at_the_first_call(clean_env):
+    """Building needs no server; the first call is refused with httpx's bare ConnectError, which
+    does not name Ollama — get_model's docstring says to run ``ollama serve``."""
+    import socket
+
+    import httpx
+
+    with socket.socket() as s:  # a port nothing listens on once this closes
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    model = get_model("ollama:llama3.2", base_url=f"http://127.0.0.1:{port}")
+    with pytest.raises(httpx.ConnectError, match="Connection refused"):
+        model.invoke("hello")
