@@ -1,5 +1,5 @@
 """What several test files share: the scenario runs they read, the messages they build, a
-scripted fake model, a backend over a dict, and the snapshot check.
+scripted fake model, a fake OpenAI-compatible server, a backend over a dict, and the snapshot check.
 
 The runs are fixtures, module-scoped as they were in each file: each module still gets its own
 run (a test cannot change another file's), and only one place says how the run is made. The
@@ -21,6 +21,7 @@ from langchain_core.messages import AIMessage, ToolMessage
 from pydantic import Field
 
 from labkit import LabModel, scenario
+from tests.openai_server import OpenAIServer
 
 ROOT = Path(__file__).resolve().parent.parent
 SNAPSHOTS = Path(__file__).resolve().parent / "snapshots"
@@ -67,6 +68,14 @@ def deep_60k():
     is in the archive."""
     model = LabModel(window=60_000)
     return model, scenario.run(model, harness="deep")
+
+
+@pytest.fixture
+def openai_server():
+    """A fake OpenAI-compatible server on 127.0.0.1 (``tests/openai_server.py``) with a
+    32,000-token window, stopped after the test; ``.base_url`` is what ``LABKIT_BASE_URL`` takes."""
+    with OpenAIServer(window=32_000) as server:
+        yield server
 
 
 # -- building histories ----------------------------------------------------------------------------

@@ -16,7 +16,7 @@ from labkit.model._writing import lab_summary
 from labkit.model.behaviour import COMPACT_TOOL, wants_compaction
 from labkit.model.chat import MODEL_NAME, PROVIDER, Call, LabModel
 from labkit.model.history import InvalidHistoryError
-from labkit.model.providers import get_model
+from labkit.model.providers import describe, get_model
 from labkit.prompts import PROGRESS_PATH, PROGRESS_PROMPT
 
 __all__ = [
@@ -30,6 +30,7 @@ __all__ = [
     "Call",
     "InvalidHistoryError",
     "LabModel",
+    "describe",
     "get_model",
     "lab_summary",
     "prompt_sections",
