@@ -57,7 +57,7 @@ from labkit.summarize.policy import (
 from labkit.tokens import TokenCounter, encoding
 from labkit.trace import measure
 
-__all__ = ["SummarizeMiddleware"]
+__all__ = ["SummarizeMiddleware", "is_overflow"]
 
 
 class _State(FilesystemState):
@@ -163,7 +163,9 @@ class SummarizeMiddleware(AgentMiddleware):
         config = {"tags": SUMMARY_TAGS, "metadata": SUMMARY_METADATA}
         try:
             reply = self.model.invoke([HumanMessage(prompt)], config=config)
-        except ContextOverflowError:
+        except Exception as error:
+            if not is_overflow(error):
+                raise
             reply = self.model.invoke([HumanMessage(self._trimmed(prompt))], config=config)
         return reply.text if hasattr(reply, "text") else str(reply.content)
 
@@ -206,7 +208,7 @@ class SummarizeMiddleware(AgentMiddleware):
             shown = view(messages, event)
         return messages, shown, new
 
-    def _on_overflow(self, error: ContextOverflowError, messages, events: list[Event],
+    def _on_overflow(self, error: Exception, messages, events: list[Event],
                      stored: Sequence[BaseMessage] = ()) -> Event:
         """The event that makes room after an overflow — or the error, saying nothing can."""
         event = self.make_event(self._next(messages, events, forced=True), messages, events, "overflow",
@@ -228,7 +230,9 @@ class SummarizeMiddleware(AgentMiddleware):
         messages, shown, new = self._before(request, events)
         try:
             response = handler(request.override(messages=shown))
-        except ContextOverflowError as error:
+        except Exception as error:
+            if not is_overflow(error):
+                raise
             new.append(self._on_overflow(error, messages, events + new, state_messages(request)))
             response = handler(request.override(messages=view(messages, new[-1])))
         return self._result(response, events, new)
@@ -239,7 +243,9 @@ class SummarizeMiddleware(AgentMiddleware):
         messages, shown, new = await asyncio.to_thread(self._before, request, events)
         try:
             response = await handler(request.override(messages=shown))
-        except ContextOverflowError as error:
+        except Exception as error:
+            if not is_overflow(error):
+                raise
             new.append(await asyncio.to_thread(self._on_overflow, error, messages, events + new,
                                                state_messages(request)))
             response = await handler(request.override(messages=view(messages, new[-1])))
@@ -288,6 +294,17 @@ class SummarizeMiddleware(AgentMiddleware):
 
 
 # -- helpers of the middleware --------------------------------------------------------------------
+
+
+def is_overflow(error: BaseException) -> bool:
+    """Is ``error`` a provider saying the request is above the window? langchain's
+    ``ContextOverflowError``, or a provider error that names ``context_length_exceeded`` in its code
+    or body (OpenAI's client raises a plain ``BadRequestError`` for it). Notebook 11."""
+    if isinstance(error, ContextOverflowError):
+        return True
+    body = getattr(error, "body", None)
+    codes = {getattr(error, "code", None), (body or {}).get("code") if isinstance(body, dict) else None}
+    return "context_length_exceeded" in codes
 
 
 def _chat_model(model: Any) -> BaseChatModel:

@@ -16,7 +16,7 @@ from langchain_openai import ChatOpenAI
 
 from labkit import get_model, scenario
 from labkit.model import describe
-from labkit.summarize import SummarizeMiddleware
+from labkit.summarize import SummarizeMiddleware, events_of
 from labkit.trace import Recorder
 from tests.openai_server import INVENTED, OpenAIServer, policy
 
@@ -81,7 +81,7 @@ def test_a_request_above_the_window_is_refused_with_openais_error(model, openai_
     maps it to ContextOverflowError only when ``"context_length_exceeded" in str(e)``, and the
     openai 3.x client's ``str(e)`` carries only the message: the code is in ``e.code``/``e.body``.
     So on this pair the overflow arrives as a plain invalid-request error, which labkit's
-    SummarizeMiddleware (it catches ContextOverflowError) does not recognise."""
+    SummarizeMiddleware recognises by its code (the test below)."""
     with pytest.raises(openai.BadRequestError) as caught:
         model.invoke("word " * 40_000)
     assert caught.value.status_code == 400 and caught.value.code == "context_length_exceeded"
@@ -126,3 +126,20 @@ def test_the_scenario_runs_an_agent_loop_on_the_server(monkeypatch):
     assert summary_calls and "<messages>" in summary_calls[0]["messages"][0]["content"]
     assert run.messages[-1].content.startswith("Done"), "it stopped early, with no report"
     assert "/reports/weekly.md" not in run.files
+
+
+def test_summarize_treats_openais_context_length_error_as_an_overflow(monkeypatch):
+    """The flip of the test above: the same 400 arrives through the agent loop, and labkit's
+    fallback recognises it by its code — it compacts and retries, and the turn goes on. With a
+    trigger it never reaches (a million tokens), only the overflow can make it compact."""
+    with OpenAIServer(window=6_000) as server:
+        monkeypatch.setenv("LABKIT_MODEL", "openai:fake-model")
+        monkeypatch.setenv("LABKIT_BASE_URL", server.base_url)
+        monkeypatch.setenv("OPENAI_API_KEY", "dummy")
+        model = get_model(max_retries=0)
+        summarize = SummarizeMiddleware(model, trigger=("tokens", 1_000_000), keep=("messages", 2))
+        run = scenario.run(model, middleware=[summarize], turns=scenario.TURNS[:1], export_scale=0.2)
+        refused = [r for r in run.records if r.error]
+    events = events_of(run.state)
+    assert refused and "maximum context length" in refused[0].error
+    assert events and events[0].reason == "overflow", "the fallback fired on OpenAI's own error"
