@@ -20,6 +20,7 @@ import plotly.graph_objects as go
 from langchain.agents.middleware import AgentMiddleware
 
 from labkit import scenario
+from labkit.diagnose import diagnose
 from labkit.model import LabModel, get_model
 from labkit.plots import tokens_per_turn
 from labkit.tables import Table
@@ -64,6 +65,7 @@ class Outcome:
     refused: str | None = None
     problems: list[str] = field(default_factory=list)
     observations: list[str] = field(default_factory=list)
+    findings: list = field(default_factory=list)  # diagnose() on your run
 
     def table(self) -> Table:
         """One row per run: model calls, peak request, input tokens in all, outcome."""
@@ -153,8 +155,11 @@ def on_your_model(experiment: Experiment, *, model: Any = None, price: str | tup
     outcome.yours = experiment.run(model, (_Progress(out),))
     outcome.problems = experiment.checks(outcome.yours)
     outcome.observations = experiment.observe(outcome.yours)
+    outcome.findings = diagnose(outcome.yours, model)
     for line in outcome.problems:
         out(f"✗ {line}")
     for line in outcome.observations:
         out(f"· {line}")
+    for finding in outcome.findings:
+        out(f"diagnose: {finding.key} — {finding.evidence()}")
     return outcome

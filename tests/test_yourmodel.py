@@ -61,6 +61,7 @@ def test_within_budget_it_runs_your_model_beside_the_lab_model(no_model):
     assert [line.split(":")[0].strip() for line in lines[1:3]] == ["call 1", "call 2"], "one line per call"
     assert "tool calls ['fetch_market_data', 'fetch_market_data']" in lines[1]
     assert outcome.problems == [] and outcome.observations == ["2 of 5 exports fetched"]
+    assert isinstance(outcome.findings, list), "diagnose() ran on your run"
     assert outcome.table().column("run") == ["lab model", "your model"]
     names = [t.name for t in outcome.figure(16_000).data]
     assert any(n.startswith("lab model") for n in names) and any(n.startswith("your model") for n in names)

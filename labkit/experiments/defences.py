@@ -1,15 +1,16 @@
-"""The lessons' key experiments, scaled down for "On your model" (``labkit.yourmodel``).
+"""The three defences' experiments for "On your model": offloading (04), summarization (07),
+isolation (12).
 
-One function per lesson returns an :class:`~labkit.yourmodel.Experiment`: the run (the first user
-turn, exports shrunk so that a real model costs cents), the checks that hold whatever the model
-chooses (they test labkit's mechanism, not the model), and the observations (what the model did).
-Notebook 01 builds its experiment by hand; notebooks 04, 07 and 12 call these. What it leaves out:
+Each returns an :class:`~labkit.yourmodel.Experiment`: the run (the first user turn, exports shrunk
+so that a real model costs cents), the checks that hold whatever the model chooses (they test
+labkit's mechanism, not the model), and the observations (what the model did). What it leaves out:
 the lessons' other runs, and any judgement of the model's wording.
 """
 
 from __future__ import annotations
 
 from labkit import scenario
+from labkit.experiments._common import FIRST_TURN, fetched
 from labkit.isolate import IsolateMiddleware, SubagentSpec
 from labkit.offload import OFFLOADED, OffloadMiddleware, unwrap
 from labkit.summarize import SummarizeMiddleware, events_of
@@ -17,14 +18,6 @@ from labkit.tokens import count_tokens
 from labkit.yourmodel import Experiment
 
 __all__ = ["isolation", "offloading", "summarization"]
-
-FIRST_TURN = scenario.TURNS[:1]
-
-
-def _fetched(run: scenario.Run) -> str:
-    fetched = len(run.tool_calls("fetch_market_data"))
-    return f"it fetched {fetched} of 5 exports in {len(run.records)} model calls"
-
 
 def offloading(limit: int = 1_500, scale: float = 0.1) -> Experiment:
     """Notebook 04: results over ``limit`` tokens go to files. Checks: no result over the limit
@@ -45,7 +38,7 @@ def offloading(limit: int = 1_500, scale: float = 0.1) -> Experiment:
     def observe(run: scenario.Run) -> list[str]:
         reads = [tc for tc in run.tool_calls() if tc["name"] in ("read_file", "grep")]
         evicted = [p for p in run.files if p.startswith("/large_tool_results/")]
-        return [_fetched(run), f"{len(evicted)} results went to files; it read or grepped them back "
+        return [fetched(run), f"{len(evicted)} results went to files; it read or grepped them back "
                 f"{len(reads)} times"]
 
     return Experiment(
@@ -72,7 +65,7 @@ def summarization(trigger: int = 6_000, keep: int = 4, scale: float = 0.05) -> E
     def observe(run: scenario.Run) -> list[str]:
         events = events_of(run.state)
         sizes = [len(e.summary.split()) for e in events]
-        return [_fetched(run), f"{len(events)} compactions; its summaries ran to {sizes} words"]
+        return [fetched(run), f"{len(events)} compactions; its summaries ran to {sizes} words"]
 
     return Experiment(
         f"compaction at {trigger:,} tokens keeping {keep} messages, exports at {scale:.0%}",
@@ -108,7 +101,7 @@ def isolation(scale: float = 0.02) -> Experiment:
     def observe(run: scenario.Run) -> list[str]:
         children = made[-1].children
         if not children:
-            return [_fetched(run) + "; it never delegated"]
+            return [fetched(run) + "; it never delegated"]
         return [f"it delegated {len(children)} tasks; the parent's largest request was {run.peak:,} "
                 f"tokens, the children's {max(c.peak for c in children):,}"]
 
