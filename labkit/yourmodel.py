@@ -22,7 +22,6 @@ from langchain.agents.middleware import AgentMiddleware
 from labkit import scenario
 from labkit.diagnose import diagnose
 from labkit.model import LabModel, get_model
-from labkit.plots import tokens_per_turn
 from labkit.tables import Table
 from labkit.tokens import cost
 
@@ -76,15 +75,18 @@ class Outcome:
                       for name, r in runs])
 
     def figure(self, window: int | None = None) -> go.Figure:
-        """Tokens per model call of both runs in one figure (the lab model's dashed)."""
-        fig = tokens_per_turn(self.lab, window=window, title=f"{self.experiment}: lab model vs yours")
-        for trace in fig.data:
-            trace.name = f"lab model: {trace.name}"
-            trace.line.dash = "dot"
-        if self.yours is not None:
-            for trace in tokens_per_turn(self.yours, window=None).data:
-                trace.name = f"your model: {trace.name}"
-                fig.add_trace(trace)
+        """Tokens each model call sent, lab model (dotted) and yours (solid); refused calls as x."""
+        fig = go.Figure()
+        runs = [("lab model", self.lab, "dot")]
+        runs += [("your model", self.yours, "solid")] if self.yours else []
+        for name, run, dash in runs:
+            fig.add_scatter(x=[r.index for r in run.records], y=[r.seen for r in run.records], name=name,
+                            mode="lines+markers", line={"dash": dash},
+                            marker={"symbol": ["x" if r.error else "circle" for r in run.records]})
+        if window:
+            fig.add_hline(y=window, line={"dash": "dash", "color": "grey"}, annotation_text="window")
+        fig.update_layout(title=f"{self.experiment}: tokens sent per model call", xaxis_title="model call",
+                          yaxis_title="tokens sent", template="plotly_white", height=380)
         return fig
 
 
