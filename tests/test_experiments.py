@@ -4,6 +4,8 @@ fail would be no check, so each is also shown failing on a run that breaks it.""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 from langchain_core.messages import AIMessage, ToolMessage
 
@@ -12,7 +14,8 @@ from labkit.yourmodel import DEFAULT_BUDGET, on_your_model
 from tests.conftest import Scripted
 
 EXPERIMENTS = {"offloading": experiments.offloading, "summarization": experiments.summarization,
-               "isolation": experiments.isolation}
+               "isolation": experiments.isolation, "summary_itself": experiments.summary_itself,
+               "wall": experiments.wall, "anchors": experiments.anchors, "clinic": experiments.clinic}
 
 
 @pytest.fixture(scope="module")
@@ -56,3 +59,35 @@ def test_the_isolation_check_fails_when_a_childs_result_leaks_into_the_parent(ou
     leaked = ToolMessage("a child's raw export", tool_call_id="child_call_1")
     run = scenario.Run(messages=[*outcome.lab.messages, leaked], files={})
     assert any("answer no call of its own" in p for p in experiment.checks(run))
+
+
+def test_the_archive_check_fails_when_a_folded_message_is_not_archived(outcomes):
+    for name in ("summary_itself", "anchors"):
+        experiment, outcome = outcomes[name]
+        files = {p: "" if p.startswith("/conversation_history/") else t for p, t in outcome.lab.files.items()}
+        run = scenario.Run(messages=outcome.lab.messages, files=files, records=outcome.lab.records,
+                           state=outcome.lab.state)
+        assert any("are not in" in p for p in experiment.checks(run)), name
+
+
+def test_the_wall_check_fails_when_a_big_result_or_an_unanswered_compact_call_is_in_the_context():
+    experiment = experiments.wall(limit=100)
+    call = {"name": "compact_conversation", "args": {}, "id": "c", "type": "tool_call"}
+    big = ToolMessage("row " * 400, tool_call_id="x")
+    run = scenario.Run(messages=[AIMessage("", tool_calls=[call]), big], files={})
+    problems = experiment.checks(run)
+    assert any("reached the context" in p for p in problems) and any("got 0 answers" in p for p in problems)
+
+
+def test_the_anchor_check_fails_when_a_request_lacks_the_anchor(outcomes):
+    experiment, outcome = outcomes["anchors"]
+    records = [replace(r, request=None) if r.index == 0 else r for r in outcome.lab.records]
+    run = scenario.Run(messages=outcome.lab.messages, files=outcome.lab.files, records=records,
+                       state=outcome.lab.state)
+    assert any("without the anchor" in p for p in experiment.checks(run))
+
+
+def test_the_clinic_check_fails_when_a_compaction_names_an_archive(outcomes):
+    experiment, outcome = outcomes["summary_itself"]  # a run whose archive was written
+    problems = experiments.clinic().checks(outcome.lab)
+    assert any("name an archive" in p for p in problems) and any("exists though" in p for p in problems)

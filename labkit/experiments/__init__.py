@@ -2,9 +2,11 @@
 
 One function per lesson returns an :class:`~labkit.yourmodel.Experiment`; notebook 01 builds its
 own by hand, the others call ``experiments.<name>()``. ``defences`` holds offloading (04),
-summarization (07) and isolation (12).
+summarization (07) and isolation (12); ``practice`` the summary itself (10), the wall (11), goal
+anchors (14) and the clinic (16).
 """
 
 from labkit.experiments.defences import isolation, offloading, summarization
+from labkit.experiments.practice import anchors, clinic, summary_itself, wall
 
-__all__ = ["isolation", "offloading", "summarization"]
+__all__ = ["anchors", "clinic", "isolation", "offloading", "summarization", "summary_itself", "wall"]
