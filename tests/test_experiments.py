@@ -10,12 +10,14 @@ import pytest
 from langchain_core.messages import AIMessage, ToolMessage
 
 from labkit import experiments, scenario
+from labkit.summarize import events_of
 from labkit.yourmodel import DEFAULT_BUDGET, on_your_model
 from tests.conftest import Scripted
 
 EXPERIMENTS = {"offloading": experiments.offloading, "summarization": experiments.summarization,
                "isolation": experiments.isolation, "summary_itself": experiments.summary_itself,
-               "wall": experiments.wall, "anchors": experiments.anchors, "clinic": experiments.clinic}
+               "wall": experiments.wall, "anchors": experiments.anchors, "clinic": experiments.clinic,
+               "needle_recovery": experiments.needle_recovery}
 
 
 @pytest.fixture(scope="module")
@@ -91,3 +93,12 @@ def test_the_clinic_check_fails_when_a_compaction_names_an_archive(outcomes):
     experiment, outcome = outcomes["summary_itself"]  # a run whose archive was written
     problems = experiments.clinic().checks(outcome.lab)
     assert any("name an archive" in p for p in problems) and any("exists though" in p for p in problems)
+
+
+def test_the_needle_check_fails_when_the_archive_lost_the_figure(outcomes):
+    """The lab run folded the needle's export; an archive emptied afterwards breaks the guarantee."""
+    experiment, outcome = outcomes["needle_recovery"]
+    archive = events_of(outcome.lab.state)[-1].archive
+    broken = scenario.Run(messages=outcome.lab.messages, files={**outcome.lab.files, archive: ""},
+                          state=outcome.lab.state)
+    assert experiment.checks(broken) == ["the needle's line was folded but is not in the archive"]

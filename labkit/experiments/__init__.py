@@ -3,10 +3,19 @@
 One function per lesson returns an :class:`~labkit.yourmodel.Experiment`; notebook 01 builds its
 own by hand, the others call ``experiments.<name>()``. ``defences`` holds offloading (04),
 summarization (07) and isolation (12); ``practice`` the summary itself (10), the wall (11), goal
-anchors (14) and the clinic (16).
+anchors (14), the needle (15) and the clinic (16).
 """
 
 from labkit.experiments.defences import isolation, offloading, summarization
-from labkit.experiments.practice import anchors, clinic, summary_itself, wall
+from labkit.experiments.practice import anchors, clinic, needle_recovery, summary_itself, wall
 
-__all__ = ["anchors", "clinic", "isolation", "offloading", "summarization", "summary_itself", "wall"]
+__all__ = [
+    "anchors",
+    "clinic",
+    "isolation",
+    "needle_recovery",
+    "offloading",
+    "summarization",
+    "summary_itself",
+    "wall",
+]

@@ -1,5 +1,5 @@
 """The later lessons' experiments for "On your model": the summary itself (10), the wall (11),
-goal anchors (14) and the clinic (16).
+goal anchors (14), the needle under forced compaction (15) and the clinic (16).
 
 Each returns an :class:`~labkit.yourmodel.Experiment` shaped like ``defences``' ones: the first user
 turn (or the skill's request) with exports shrunk, checks that hold whatever the model chooses
@@ -16,7 +16,7 @@ from langchain_core.messages.utils import get_buffer_string
 
 from labkit import prompts, scenario
 from labkit._paths import HISTORY_DIR
-from labkit.evals import anchor_calls
+from labkit.evals import anchor_calls, needle_source
 from labkit.experiments._common import FIRST_TURN, fetched
 from labkit.model import PROGRESS_PATH, PROGRESS_PROMPT
 from labkit.offload import OffloadMiddleware
@@ -25,7 +25,7 @@ from labkit.tokens import count_tokens
 from labkit.trace import Recorder
 from labkit.yourmodel import Experiment
 
-__all__ = ["anchors", "clinic", "summary_itself", "wall"]
+__all__ = ["anchors", "clinic", "needle_recovery", "summary_itself", "wall"]
 
 _WINDOW = 32_000
 
@@ -155,3 +155,33 @@ def clinic(trigger: int = 6_000, keep: int = 4, scale: float = 0.05) -> Experime
         run=lambda model, extra: scenario.run(
             model, middleware=[_summarize(model, trigger, keep, backend=_ReadOnlyBackend()), *extra],
             turns=FIRST_TURN, export_scale=scale))
+
+
+def needle_recovery(scale: float = 0.02) -> Experiment:
+    """Notebook 15: the first turn and the needle question, compacting every 6 messages. Checks:
+    whenever a compaction folded the export holding the needle's exact line, the archive holds
+    that line — so the figure can always be read back, whatever the model then does."""
+    needle = scenario.needle()
+
+    def checks(run: scenario.Run) -> list[str]:
+        events = events_of(run.state)
+        if not events or not events[-1].archive:
+            return []
+        folded = get_buffer_string(run.messages[:events[-1].cut], format="xml")
+        archive = run.files.get(events[-1].archive, "")
+        if needle.find(folded) and not needle.find(archive.replace("&lt;", "<").replace("&gt;", ">")):
+            return ["the needle's line was folded but is not in the archive"]
+        return []
+
+    def observe(run: scenario.Run) -> list[str]:
+        return [fetched(run), f"{len(events_of(run.state))} compactions; answered the needle "
+                f"{'correctly' if run.score.needle_correct else 'wrongly or not at all'}, "
+                f"from {needle_source(run)}"]
+
+    return Experiment(
+        f"the needle after forced compaction, exports at {scale:.0%}", window=_WINDOW, checks=checks,
+        observe=observe,
+        run=lambda model, extra: scenario.run(
+            model, middleware=[SummarizeMiddleware(model, trigger=("messages", 6), keep=("messages", 2),
+                                                   window=_WINDOW), *extra],
+            turns=(*FIRST_TURN, scenario.NEEDLE_QUESTION), export_scale=scale))
