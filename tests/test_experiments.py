@@ -4,20 +4,26 @@ fail would be no check, so each is also shown failing on a run that breaks it.""
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import replace
 
 import pytest
-from langchain_core.messages import AIMessage, ToolMessage
+from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
 from labkit import experiments, scenario
+from labkit.experiments.basics import HOOKS
 from labkit.summarize import events_of
+from labkit.summarize.policy import EVENTS_KEY
+from labkit.trace import Request
 from labkit.yourmodel import DEFAULT_BUDGET, on_your_model
 from tests.conftest import Scripted
 
 EXPERIMENTS = {"offloading": experiments.offloading, "summarization": experiments.summarization,
                "isolation": experiments.isolation, "summary_itself": experiments.summary_itself,
                "wall": experiments.wall, "anchors": experiments.anchors, "clinic": experiments.clinic,
-               "needle_recovery": experiments.needle_recovery}
+               "needle_recovery": experiments.needle_recovery, "token_counts": experiments.token_counts,
+               "hook_order": experiments.hook_order, "pasted_transcript": experiments.pasted_transcript,
+               "tool_tax": experiments.tool_tax, "cutting_safely": experiments.cutting_safely}
 
 
 @pytest.fixture(scope="module")
@@ -102,3 +108,42 @@ def test_the_needle_check_fails_when_the_archive_lost_the_figure(outcomes):
     broken = scenario.Run(messages=outcome.lab.messages, files={**outcome.lab.files, archive: ""},
                           state=outcome.lab.state)
     assert experiment.checks(broken) == ["the needle's line was folded but is not in the archive"]
+def test_the_token_count_check_fails_when_chars4_does_not_undercount_an_export(outcomes, monkeypatch):
+    experiment, outcome = outcomes["token_counts"]
+    monkeypatch.setattr("labkit.experiments.basics.approx_tokens", lambda text: 10**9)
+    assert any("chars/4 says" in p for p in experiment.checks(outcome.lab))
+
+
+def test_the_hook_order_check_fails_when_the_hooks_run_out_of_order(outcomes):
+    experiment, outcome = outcomes["hook_order"]
+    log = outcome.lab.state[HOOKS]
+    swapped = dataclasses.replace(outcome.lab, state={HOOKS: [log[0], log[2], log[1], *log[3:]]})
+    assert any("before → wrap → after" in p for p in experiment.checks(swapped))
+    dropped = dataclasses.replace(outcome.lab, state={HOOKS: log[4:]})
+    assert any("the Recorder" in p for p in experiment.checks(dropped))
+
+
+def test_the_pasted_transcript_checks_fail_when_the_paste_is_sent_whole(outcomes):
+    experiment, outcome = outcomes["pasted_transcript"]
+    paste = HumanMessage(scenario.with_transcript())
+    record = dataclasses.replace(outcome.lab.records[0], request=Request([paste], None, []))
+    run = dataclasses.replace(outcome.lab, messages=[HumanMessage("hi")], files={}, records=[record])
+    assert len(experiment.checks(run)) == 3
+
+
+def test_the_tool_tax_check_fails_when_a_dropped_tool_is_offered(outcomes):
+    experiment, outcome = outcomes["tool_tax"]
+    ls = {"type": "function", "function": {"name": "ls"}}
+    record = dataclasses.replace(outcome.lab.records[0], request=Request([], None, [ls]))
+    assert experiment.checks(dataclasses.replace(outcome.lab, records=[record])) == [
+        "a request offered ls, which was dropped"]
+
+
+def test_the_cut_checks_fail_when_a_cut_falls_on_a_tool_result(outcomes):
+    experiment, outcome = outcomes["cutting_safely"]
+    at = next(i for i, m in enumerate(outcome.lab.messages) if m.type == "tool")
+    event = {"cut": at, "summary": "s", "archive": None, "created_at": at + 1, "number": 1}
+    orphan = ToolMessage("a result", tool_call_id="nowhere")
+    record = dataclasses.replace(outcome.lab.records[0], request=Request([orphan], None, []))
+    run = dataclasses.replace(outcome.lab, state={EVENTS_KEY: [event]}, records=[record])
+    assert len(experiment.checks(run)) == 2
