@@ -23,7 +23,8 @@ EXPERIMENTS = {"offloading": experiments.offloading, "summarization": experiment
                "wall": experiments.wall, "anchors": experiments.anchors, "clinic": experiments.clinic,
                "needle_recovery": experiments.needle_recovery, "token_counts": experiments.token_counts,
                "hook_order": experiments.hook_order, "pasted_transcript": experiments.pasted_transcript,
-               "tool_tax": experiments.tool_tax, "cutting_safely": experiments.cutting_safely}
+               "tool_tax": experiments.tool_tax, "cutting_safely": experiments.cutting_safely,
+               "without_deletion": experiments.without_deletion, "skills": experiments.skills}
 
 
 @pytest.fixture(scope="module")
@@ -147,3 +148,27 @@ def test_the_cut_checks_fail_when_a_cut_falls_on_a_tool_result(outcomes):
     record = dataclasses.replace(outcome.lab.records[0], request=Request([orphan], None, []))
     run = dataclasses.replace(outcome.lab, state={EVENTS_KEY: [event]}, records=[record])
     assert len(experiment.checks(run)) == 2
+
+
+def test_the_without_deletion_checks_fail_when_state_or_archive_lost_a_message(outcomes):
+    experiment, outcome = outcomes["without_deletion"]
+    lab = outcome.lab
+    archive = events_of(lab.state)[-1].archive
+    short = scenario.Run(messages=lab.messages[1:], files=lab.files, state=lab.state)
+    assert "the user's request is no longer the first message in state" in experiment.checks(short)
+    emptied = scenario.Run(messages=lab.messages, files={**lab.files, archive: ""}, state=lab.state)
+    assert any("the archive holds 0 messages" in p for p in experiment.checks(emptied))
+
+
+def test_the_skills_check_fails_when_a_prompt_carries_the_body_or_misses_the_listing(outcomes):
+    experiment, outcome = outcomes["skills"]
+    first = outcome.lab.records[0]
+    body = scenario.skill_text()
+    leaked = dataclasses.replace(first, request=dataclasses.replace(
+        first.request, system=first.request.system.model_copy(update={"content": body})))
+    run = scenario.Run(messages=outcome.lab.messages, files=outcome.lab.files, records=[leaked])
+    assert any("carries the skill's body" in p for p in experiment.checks(run))
+    bare = dataclasses.replace(first, request=dataclasses.replace(
+        first.request, system=first.request.system.model_copy(update={"content": "no skills here"})))
+    run = scenario.Run(messages=outcome.lab.messages, files=outcome.lab.files, records=[bare])
+    assert any("does not list the skill" in p for p in experiment.checks(run))

@@ -1,5 +1,6 @@
-"""The later lessons' experiments for "On your model": the summary itself (10), the wall (11),
-goal anchors (14), the needle under forced compaction (15) and the clinic (16).
+"""The later lessons' experiments for "On your model": compaction without deletion (09), the
+summary itself (10), the wall (11), skills (13), goal anchors (14), the needle under forced
+compaction (15) and the clinic (16).
 
 Each returns an :class:`~labkit.yourmodel.Experiment` shaped like ``defences``' ones: the first user
 turn (or the skill's request) with exports shrunk, checks that hold whatever the model chooses
@@ -12,6 +13,7 @@ from __future__ import annotations
 from collections import Counter
 
 from deepagents.backends import StateBackend
+from deepagents.middleware.skills import SkillsMiddleware
 from langchain_core.messages.utils import get_buffer_string
 
 from labkit import prompts, scenario
@@ -25,7 +27,7 @@ from labkit.tokens import count_tokens
 from labkit.trace import Recorder
 from labkit.yourmodel import Experiment
 
-__all__ = ["anchors", "clinic", "needle_recovery", "summary_itself", "wall"]
+__all__ = ["anchors", "clinic", "needle_recovery", "skills", "summary_itself", "wall", "without_deletion"]
 
 _WINDOW = 32_000
 
@@ -185,3 +187,66 @@ def needle_recovery(scale: float = 0.02) -> Experiment:
             model, middleware=[SummarizeMiddleware(model, trigger=("messages", 6), keep=("messages", 2),
                                                    window=_WINDOW), *extra],
             turns=(*FIRST_TURN, scenario.NEEDLE_QUESTION), export_scale=scale))
+
+
+def without_deletion(scale: float = 0.05) -> Experiment:
+    """Notebook 09: compaction every 6 messages, keeping 2. Checks: state still holds the whole
+    conversation (the user's request first, every tool call answered), and the archive holds each
+    folded message exactly once — whatever the model does between compactions."""
+
+    def checks(run: scenario.Run) -> list[str]:
+        problems = []
+        if not run.messages or run.messages[0].type != "human":
+            problems.append("the user's request is no longer the first message in state")
+        answered = {m.tool_call_id for m in run.messages if m.type == "tool"}
+        if {tc["id"] for tc in run.tool_calls()} - answered:
+            problems.append("a tool call in state has no result: a message was deleted")
+        events = events_of(run.state)
+        if events and events[-1].archive:
+            held = run.files.get(events[-1].archive, "").count("<message type=")
+            if held != events[-1].cut:
+                problems.append(f"the archive holds {held} messages; {events[-1].cut} were folded")
+        return problems
+
+    def observe(run: scenario.Run) -> list[str]:
+        events = events_of(run.state)
+        return [fetched(run), f"{len(events)} compactions; state holds {len(run.messages)} messages, "
+                f"the last call saw {run.records[-1].messages_seen if run.records else 0}"]
+
+    return Experiment(
+        f"compaction every 6 messages keeping 2, exports at {scale:.0%}", window=_WINDOW, checks=checks,
+        observe=observe,
+        run=lambda model, extra: scenario.run(
+            model, middleware=[SummarizeMiddleware(model, trigger=("messages", 6), keep=("messages", 2),
+                                                   window=_WINDOW), *extra],
+            turns=FIRST_TURN, export_scale=scale))
+
+
+def skills(scale: float = 0.02) -> Experiment:
+    """Notebook 13: the QBR request with deepagents' SkillsMiddleware. Checks: every request's
+    system prompt lists the skill, and none carries its body — progressive disclosure is the
+    middleware's, whatever the model does. Observes whether the model read the skill."""
+    body = next(line for line in scenario.skill_text().splitlines() if line.startswith("## Required"))
+
+    def checks(run: scenario.Run) -> list[str]:
+        systems = [r.request.system.text if r.request and r.request.system else "" for r in run.records]
+        problems = [f"call {i}'s system prompt does not list the skill" for i, s in enumerate(systems)
+                    if "qbr-report" not in s]
+        return problems + [f"call {i}'s system prompt carries the skill's body" for i, s in enumerate(systems)
+                           if body in s]
+
+    def observe(run: scenario.Run) -> list[str]:
+        read = [tc for tc in run.tool_calls("read_file")
+                if tc["args"].get("file_path") == scenario.QBR_SKILL_PATH]
+        report = run.files.get(scenario.REPORT_PATH, "")
+        first = report.splitlines()[0] if report else "no report written"
+        return [fetched(run), f"it read the skill {len(read)} times; the report begins {first!r}"]
+
+    return Experiment(
+        f"the QBR request with the skill listed, exports at {scale:.0%}", window=_WINDOW, checks=checks,
+        observe=observe,
+        run=lambda model, extra: scenario.run(
+            model, middleware=[SkillsMiddleware(backend=StateBackend(), sources=[scenario.SKILLS_SOURCE]),
+                               *extra],
+            turns=(scenario.QBR_REQUEST,), files=scenario.skill_files(), export_scale=scale,
+            recorder=Recorder(keep_requests=True)))
