@@ -21,11 +21,11 @@ from langchain.agents.middleware import AgentMiddleware
 
 from labkit import scenario
 from labkit.diagnose import diagnose
-from labkit.model import LabModel, get_model
+from labkit.model import LabModel, describe, get_model
 from labkit.tables import Table
 from labkit.tokens import cost
 
-__all__ = ["BUDGET_ENV", "DEFAULT_BUDGET", "Experiment", "Outcome", "budget", "on_your_model"]
+__all__ = ["BUDGET_ENV", "DEFAULT_BUDGET", "Experiment", "Outcome", "active", "budget", "on_your_model"]
 
 BUDGET_ENV = "LABKIT_BUDGET_TOKENS"
 DEFAULT_BUDGET = 100_000  # about 4 cents of input at gpt-4.1-mini's list price
@@ -108,6 +108,16 @@ class _Progress(AgentMiddleware):
         self.out(f"  call {self.calls}: {len(request.messages)} messages sent → "
                  + (f"tool calls {calls}" if calls else "a text reply"))
         return response
+
+
+def active() -> str:
+    """One line for a notebook's first cell: which model its *On your model* section will use.
+    Notebook 01."""
+    if not os.environ.get("LABKIT_MODEL", "").strip():
+        return ("On your model: LABKIT_MODEL is not set, so every cell runs on the lab model "
+                "(offline, scripted).")
+    return (f"On your model: the last section runs on {describe(get_model())}; "
+            "the other cells on the lab model.")
 
 
 def budget() -> int:

@@ -78,3 +78,16 @@ def test_a_bad_budget_is_refused_by_name(no_model, raw):
     no_model.setenv("LABKIT_BUDGET_TOKENS", raw)
     with pytest.raises(ValueError, match="LABKIT_BUDGET_TOKENS"):
         budget()
+
+
+def test_the_first_cell_names_the_active_model(no_model, openai_server):
+    from labkit.yourmodel import active
+
+    assert "LABKIT_MODEL is not set" in active()
+    no_model.setenv("LABKIT_MODEL", "openai:fake-model")
+    no_model.setenv("LABKIT_BASE_URL", openai_server.base_url)
+    no_model.setenv("OPENAI_API_KEY", "dummy")
+    no_model.setenv("LABKIT_WINDOW", "32000")
+    assert active() == ("On your model: the last section runs on openai:fake-model at "
+                        f"{openai_server.base_url}, window 32,000 (LABKIT_WINDOW); "
+                        "the other cells on the lab model.")
