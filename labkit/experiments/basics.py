@@ -16,9 +16,9 @@ from langchain.agents.middleware import AgentMiddleware
 from langchain_core.messages import BaseMessage, HumanMessage, ToolMessage
 
 from labkit import scenario
-from labkit.experiments._common import FIRST_TURN, fetched
+from labkit.experiments._common import FIRST_TURN, compacting, fetched
 from labkit.offload import HISTORY_DIR, OffloadMiddleware, unwrap
-from labkit.summarize import SummarizeMiddleware, events_of
+from labkit.summarize import events_of
 from labkit.tokens import approx_tokens, count_tokens
 from labkit.trace import Recorder
 from labkit.yourmodel import Experiment
@@ -217,7 +217,4 @@ def cutting_safely(trigger: int = 4_000, keep: int = 1_500, scale: float = 0.05)
     return Experiment(
         f"compaction at {trigger:,} tokens keeping {keep:,} tokens, exports at {scale:.0%}",
         window=32_000, checks=checks, observe=observe,
-        run=lambda model, extra: scenario.run(
-            model, middleware=[SummarizeMiddleware(model, trigger=("tokens", trigger),
-                                                   keep=("tokens", keep), window=32_000), *extra],
-            turns=FIRST_TURN, export_scale=scale, recorder=Recorder(keep_requests=True)))
+        run=compacting(("tokens", trigger), ("tokens", keep), scale=scale, keep_requests=True))

@@ -10,10 +10,10 @@ the lessons' other runs, and any judgement of the model's wording.
 from __future__ import annotations
 
 from labkit import scenario
-from labkit.experiments._common import FIRST_TURN, fetched
+from labkit.experiments._common import FIRST_TURN, compacting, fetched
 from labkit.isolate import IsolateMiddleware, SubagentSpec
 from labkit.offload import OFFLOADED, OffloadMiddleware, unwrap
-from labkit.summarize import SummarizeMiddleware, events_of
+from labkit.summarize import events_of
 from labkit.tokens import count_tokens
 from labkit.yourmodel import Experiment
 
@@ -70,10 +70,7 @@ def summarization(trigger: int = 6_000, keep: int = 4, scale: float = 0.05) -> E
     return Experiment(
         f"compaction at {trigger:,} tokens keeping {keep} messages, exports at {scale:.0%}",
         window=32_000, checks=checks, observe=observe,
-        run=lambda model, extra: scenario.run(
-            model, middleware=[SummarizeMiddleware(model, trigger=("tokens", trigger),
-                                                   keep=("messages", keep), window=32_000), *extra],
-            turns=FIRST_TURN, export_scale=scale))
+        run=compacting(("tokens", trigger), ("messages", keep), scale=scale))
 
 
 def isolation(scale: float = 0.02) -> Experiment:

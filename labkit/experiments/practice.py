@@ -19,7 +19,7 @@ from langchain_core.messages.utils import get_buffer_string
 from labkit import prompts, scenario
 from labkit._paths import HISTORY_DIR
 from labkit.evals import anchor_calls, needle_source
-from labkit.experiments._common import FIRST_TURN, fetched
+from labkit.experiments._common import FIRST_TURN, compacting, fetched
 from labkit.model import PROGRESS_PATH, PROGRESS_PROMPT
 from labkit.offload import OffloadMiddleware
 from labkit.summarize import MANUAL_TOOL, SummarizeMiddleware, events_of
@@ -183,10 +183,8 @@ def needle_recovery(scale: float = 0.02) -> Experiment:
     return Experiment(
         f"the needle after forced compaction, exports at {scale:.0%}", window=_WINDOW, checks=checks,
         observe=observe,
-        run=lambda model, extra: scenario.run(
-            model, middleware=[SummarizeMiddleware(model, trigger=("messages", 6), keep=("messages", 2),
-                                                   window=_WINDOW), *extra],
-            turns=(*FIRST_TURN, scenario.NEEDLE_QUESTION), export_scale=scale))
+        run=compacting(("messages", 6), ("messages", 2), scale=scale,
+                       turns=(*FIRST_TURN, scenario.NEEDLE_QUESTION)))
 
 
 def without_deletion(scale: float = 0.05) -> Experiment:
@@ -216,10 +214,7 @@ def without_deletion(scale: float = 0.05) -> Experiment:
     return Experiment(
         f"compaction every 6 messages keeping 2, exports at {scale:.0%}", window=_WINDOW, checks=checks,
         observe=observe,
-        run=lambda model, extra: scenario.run(
-            model, middleware=[SummarizeMiddleware(model, trigger=("messages", 6), keep=("messages", 2),
-                                                   window=_WINDOW), *extra],
-            turns=FIRST_TURN, export_scale=scale))
+        run=compacting(("messages", 6), ("messages", 2), scale=scale))
 
 
 def skills(scale: float = 0.02) -> Experiment:
