@@ -42,7 +42,12 @@ def conversation_key(messages: Sequence[BaseMessage]) -> str:
 
 def section_id(messages: Sequence[BaseMessage], number: int) -> str:
     """The id of compaction ``number`` of the conversation whose state is ``messages``. Notebook 09."""
-    return f"{conversation_key(messages)}-{number}"
+    return section_of(conversation_key(messages), number)
+
+
+def section_of(conversation: str, number: int) -> str:
+    """The id of compaction ``number`` of ``conversation`` (a :func:`conversation_key`). Notebook 09."""
+    return f"{conversation}-{number}"
 
 
 def archive_path(thread_id: str, agent: str | None = None, conversation: str | None = None) -> str:

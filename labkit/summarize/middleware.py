@@ -38,6 +38,7 @@ from labkit.summarize.archive import (
     archive_section,
     as_stored,
     conversation_key,
+    section_of,
     state_messages,
     write_section,
 )
@@ -150,10 +151,11 @@ class SummarizeMiddleware(AgentMiddleware):
         folded = as_stored(planned.folded, stored)
         number = len(events) + 1
         conversation = conversation_key(stored or messages)
-        path = self._archive(folded, number, planned.absolute - len(folded), conversation)
+        section = section_of(conversation, number)
+        path = self._archive(folded, number, planned.absolute - len(folded), conversation, section)
         summary = self._summarize(planned.shown[:planned.cut])
         return Event(cut=planned.absolute, summary=summary, archive=path, created_at=len(messages),
-                     number=number, reason=reason, section=f"{conversation}-{number}")
+                     number=number, reason=reason, section=section)
 
     def _summarize(self, messages: Sequence[BaseMessage]) -> str:
         """Ask the model for the summary. If the prompt itself overflows the summarizer, retry once
@@ -179,11 +181,10 @@ class SummarizeMiddleware(AgentMiddleware):
         return (enc.decode(ids[:head]) + "\n[... middle of the history omitted: it is in the archive ...]\n"
                 + enc.decode(ids[-tail:]))
 
-    def _archive(self, folded: Sequence[BaseMessage], number: int, first: int,
-                 conversation: str) -> str | None:
+    def _archive(self, folded: Sequence[BaseMessage], number: int, first: int, conversation: str,
+                 section: str) -> str | None:
         thread, agent = archive_owner()
         path = archive_path(thread, agent, conversation)
-        section = f"{conversation}-{number}"
         text = archive_section(folded, number, first, self.clock() if self.clock else None,
                                section=section)
         error = write_section(self.backend, path, section, text)
