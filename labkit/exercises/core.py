@@ -35,16 +35,17 @@ class Exercise:
     """One exercise: a prompt, a checker, hints that unlock one at a time, a solution.
 
     ``checker(answer)`` returns ``None`` when the answer is right, or a string saying what is
-    wrong. ``check`` turns that into a pass message or an ``AssertionError``, so a notebook cell
-    that checks a wrong answer fails under nbval just as a failing assert would. ``None`` is the
-    placeholder every notebook starts from: ``check`` says "not attempted" before any checker runs.
+    wrong. ``check`` shows the verdict as text and never raises, so Run All goes through an
+    unanswered or wrong exercise with the checker's message and no traceback; ``require`` raises
+    ``AssertionError`` instead, for tests. ``None`` is the placeholder every notebook starts from:
+    it is "not attempted" before any checker runs.
 
     ``solve()`` runs ``solution_text`` with the names the notebook has defined by then
     (``given()`` returns them, built only when asked) and returns the variable ``answer_name``.
 
     Example (notebook 01)::
 
-        nb01.q1.check(None)   # AssertionError: Not attempted yet: ...
+        nb01.q1.check(None)   # Not attempted yet: ...
         nb01.q1.hint()        # Hint 1/3: ...
         nb01.q1.check(nb01.q1.solve())   # Correct!
     """
@@ -58,13 +59,24 @@ class Exercise:
     _hints_shown: int = field(default=0, init=False, repr=False)
 
     def check(self, answer: Any) -> str:
+        """Say whether ``answer`` is right: "Correct!", "Not yet: ..." or "Not attempted yet: ..."."""
+        problem = self.problem(answer)
+        return Say(f"Not yet: {problem}  (call .hint() for a hint, .solution() to see one)"
+                   if problem and answer is not None else problem or "Correct!")
+
+    def problem(self, answer: Any) -> str | None:
+        """What is wrong with ``answer``, or ``None`` when it is right (the placeholder is wrong)."""
         if answer is None:
-            raise AssertionError("Not attempted yet: the answer is still the placeholder None. "
-                                 "Replace it with yours (call .hint() for a hint)")
-        problem = self.checker(answer)
-        if problem:
-            raise AssertionError(f"Not yet: {problem}  (call .hint() for a hint)")
-        return Say("Correct!")
+            return ("Not attempted yet: the answer is still the placeholder None. "
+                    "Replace it with yours (call .hint() for a hint)")
+        return self.checker(answer)
+
+    def require(self, answer: Any) -> str:
+        """``check`` for tests: "Correct!", or an ``AssertionError`` with the same message."""
+        verdict = self.check(answer)
+        if verdict != "Correct!":
+            raise AssertionError(verdict)
+        return verdict
 
     def hint(self) -> str:
         if not self.hints:

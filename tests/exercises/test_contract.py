@@ -3,7 +3,7 @@
 Each ``Exercise`` found in ``labkit.exercises.nbNN``: its hints unlock in order (1/n, 2/n … n/n,
 then stay at n/n), the placeholder ``None`` is "not attempted", and its solution text runs — with
 the names the notebook has defined by then (``Exercise.given``) — to an answer the checker
-passes. Right and wrong answers, which differ per question, are in ``test_nbNN.py``.
+passes. ``check`` never raises: a wrong answer is a "Not yet" message, not a traceback. Right and wrong answers, which differ per question, are in ``test_nbNN.py``.
 """
 
 from __future__ import annotations
@@ -52,8 +52,18 @@ def test_hints_unlock_in_order_then_stay(name):
 
 @pytest.mark.parametrize("name", QUESTIONS)
 def test_the_placeholder_none_is_not_attempted(name):
+    assert re.match("^Not attempted yet: .*None", QUESTIONS[name].check(None)), "check says it, without raising"
     with pytest.raises(AssertionError, match="^Not attempted yet: .*None"):
-        QUESTIONS[name].check(None)
+        QUESTIONS[name].require(None)
+
+
+@pytest.mark.parametrize("name", QUESTIONS)
+def test_a_wrong_answer_is_said_not_raised(name):
+    ex = QUESTIONS[name]
+    wrong = object()  # no checker accepts it: each says what kind of answer it wants
+    verdict = ex.check(wrong)
+    assert verdict.startswith("Not yet: ") and ".solution()" in verdict, verdict
+    assert repr(verdict) == str(verdict), "shown as plain text, without quotes"
 
 
 @pytest.mark.parametrize("name", QUESTIONS)

@@ -27,9 +27,9 @@ def test_right_answer_passes(kind):
 ])
 def test_wrong_answers_fail_with_a_reason(wrong, reason):
     with pytest.raises(AssertionError, match=f"Not yet: .*{reason}"):
-        nb01.q1.check(wrong)
+        nb01.q1.require(wrong)
 
 
 def test_one_window_less_is_too_small():
     with pytest.raises(AssertionError, match="too small"):
-        nb01.q1.check(_right() - 1000)
+        nb01.q1.require(_right() - 1000)

@@ -41,7 +41,7 @@ def test_q1_rejects_wrong_answers_with_a_reason(wrong, says):
     cl100k = count_tokens(scenario.news_text("FERN", "zh"), "cl100k_base") - guess
     wrong = {"neg": guess - real, "real": real, "guess": guess, "cl100k": cl100k}.get(wrong, wrong)
     with pytest.raises(AssertionError, match=says):
-        nb02.q1.check(wrong)
+        nb02.q1.require(wrong)
 
 
 def test_q2_solution_and_the_whole_range_are_accepted():
@@ -57,9 +57,9 @@ def test_q2_solution_and_the_whole_range_are_accepted():
     for answer in (lo, (lo + hi) // 2, hi, 12_000.0, np.int32(12_000)):
         assert nb02.q2.check(answer) == "Correct!"
     with pytest.raises(AssertionError, match="lower the limit"):
-        nb02.q2.check(hi + 1)
+        nb02.q2.require(hi + 1)
     with pytest.raises(AssertionError, match="raise the limit"):
-        nb02.q2.check(lo - 1)
+        nb02.q2.require(lo - 1)
 
 
 @pytest.mark.parametrize("wrong, says", [
@@ -71,4 +71,4 @@ def test_q2_solution_and_the_whole_range_are_accepted():
 ])
 def test_q2_rejects_wrong_answers_with_a_reason(wrong, says):
     with pytest.raises(AssertionError, match=says):
-        nb02.q2.check(wrong)
+        nb02.q2.require(wrong)

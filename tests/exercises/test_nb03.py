@@ -20,7 +20,7 @@ def test_q1_right_answer_passes(right):
 ])
 def test_q1_wrong_answers_fail_with_a_reason(wrong, reason):
     with pytest.raises(AssertionError, match=f"Not yet: .*{reason}"):
-        nb03.q1.check(wrong)
+        nb03.q1.require(wrong)
 
 
 # -- q2: a middleware that counts tool calls per tool name in after_model ---------------------
@@ -94,4 +94,4 @@ def test_q2_right_answers_pass(right):
 ])
 def test_q2_wrong_answers_fail_with_a_reason(wrong, reason):
     with pytest.raises(AssertionError, match=f"Not yet: .*{reason}"):
-        nb03.q2.check(wrong)
+        nb03.q2.require(wrong)

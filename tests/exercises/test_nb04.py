@@ -46,4 +46,4 @@ def test_q1_accepts_the_largest_limit_that_fits():
 ])
 def test_q1_rejects_wrong_answers_with_a_reason(wrong, says):
     with pytest.raises(AssertionError, match=f"Not yet: .*{says}"):
-        nb04.q1.check(wrong)
+        nb04.q1.require(wrong)

@@ -52,4 +52,4 @@ def test_q1_right_answers_pass(right):
 ])
 def test_q1_wrong_answers_fail_with_a_reason(wrong, reason):
     with pytest.raises(AssertionError, match=f"Not yet: .*{reason}"):
-        nb05.q1.check(wrong)
+        nb05.q1.require(wrong)

@@ -44,7 +44,7 @@ def test_q1_right_answers_pass(right):
 ])
 def test_q1_wrong_answers_fail_with_a_reason(wrong, reason):
     with pytest.raises(AssertionError, match=f"Not yet: .*{reason}"):
-        nb06.q1.check(wrong)
+        nb06.q1.require(wrong)
 
 
 def test_an_excluded_tool_is_hidden_from_every_call_and_the_tax_drops():

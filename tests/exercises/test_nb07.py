@@ -33,4 +33,4 @@ def test_q1_accepts_the_size_of_the_first_request_over_the_window():
 ])
 def test_q1_rejects_wrong_answers_with_a_reason(wrong, says):
     with pytest.raises(AssertionError, match=f"Not yet: .*{says}"):
-        nb07.q1.check(wrong)
+        nb07.q1.require(wrong)

@@ -52,4 +52,4 @@ def test_right_answer_passes(kind):
 ])
 def test_wrong_answers_fail_with_a_reason(wrong, reason):
     with pytest.raises(AssertionError, match=f"Not yet: .*{reason}"):
-        nb08.q1.check(wrong)
+        nb08.q1.require(wrong)

@@ -49,7 +49,7 @@ def _wrong(run):
 def test_q1_rejects_wrong_answers_with_a_reason(run, case):
     wrong, says = _wrong(run)[case]
     with pytest.raises(AssertionError, match=f"Not yet: .*{says}"):
-        nb09.q1.check(wrong)
+        nb09.q1.require(wrong)
 
 
 def test_the_truth_is_what_the_model_received(run):

@@ -37,4 +37,4 @@ def test_right_answers_pass(right):
 ])
 def test_wrong_answers_fail_with_a_reason(wrong, reason):
     with pytest.raises(AssertionError, match=f"Not yet: .*{reason}"):
-        nb10.q1.check(wrong)
+        nb10.q1.require(wrong)

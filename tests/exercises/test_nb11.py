@@ -43,9 +43,9 @@ def test_q1_right_answer_passes(kind):
 ])
 def test_q1_wrong_answers_fail_with_a_reason(wrong, reason):
     with pytest.raises(AssertionError, match=f"Not yet: .*{reason}"):
-        nb11.q1.check(wrong)
+        nb11.q1.require(wrong)
 
 
 def test_one_step_above_the_right_answer_is_refused():
     with pytest.raises(AssertionError, match="still refused"):
-        nb11.q1.check(round(_right() + 0.01, 2))
+        nb11.q1.require(round(_right() + 0.01, 2))

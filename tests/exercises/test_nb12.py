@@ -40,14 +40,14 @@ def test_q1_right_answer_passes(kind):
 ])
 def test_q1_wrong_answers_fail_with_a_reason(wrong, reason):
     with pytest.raises(AssertionError, match=f"Not yet: .*{reason}"):
-        nb12.q1.check(wrong)
+        nb12.q1.require(wrong)
 
 
 def test_one_token_less_or_more_than_the_right_answer_is_refused():
     with pytest.raises(AssertionError, match="cut before the figure"):
-        nb12.q1.check(_right() - 1)
+        nb12.q1.require(_right() - 1)
     with pytest.raises(AssertionError, match="find the smallest"):
-        nb12.q1.check(_right() + 1)
+        nb12.q1.require(_right() + 1)
 
 
 def test_the_solution_computes_the_same_answer():

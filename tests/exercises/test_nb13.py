@@ -40,7 +40,7 @@ def test_q1_right_answer_passes():
 ])
 def test_q1_wrong_answers_fail_with_a_reason(wrong, reason):
     with pytest.raises(AssertionError, match=f"Not yet: .*{reason}"):
-        nb13.q1.check(wrong)
+        nb13.q1.require(wrong)
 
 
 def test_a_store_of_its_own_passes_thread_1_but_not_thread_2():
@@ -51,4 +51,4 @@ def test_a_store_of_its_own_passes_thread_1_but_not_thread_2():
                                 routes={"/team/": store_backend(scenario.memory_store())})
 
     with pytest.raises(AssertionError, match="Not yet: thread 2 did not see"):
-        nb13.q1.check(own_store)
+        nb13.q1.require(own_store)

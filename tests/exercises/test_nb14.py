@@ -33,14 +33,14 @@ def test_q1_right_answer_passes(kind):
 ])
 def test_q1_wrong_answers_fail_with_a_reason(wrong, reason):
     with pytest.raises(AssertionError, match=f"Not yet: .*{reason}"):
-        nb14.q1.check(wrong)
+        nb14.q1.require(wrong)
 
 
 def test_one_less_than_the_right_answer_still_drifts():
     with pytest.raises(AssertionError, match="still drifts"):
-        nb14.q1.check(_right() - 1)
+        nb14.q1.require(_right() - 1)
 
 
 def test_one_more_than_the_right_answer_is_not_the_smallest():
     with pytest.raises(AssertionError, match="find the smallest"):
-        nb14.q1.check(_right() + 1)
+        nb14.q1.require(_right() + 1)

@@ -34,17 +34,17 @@ def test_q1_right_answer_passes():
 ])
 def test_q1_wrong_answers_fail_with_a_reason(wrong, reason):
     with pytest.raises(AssertionError, match=f"Not yet: .*{reason}"):
-        nb15.q1.check(wrong)
+        nb15.q1.require(wrong)
 
 
 def test_one_hundredth_above_the_right_answer_compacts_too_rarely():
     with pytest.raises(AssertionError, match="trigger lower"):
-        nb15.q1.check(round(_right() + 0.01, 2))
+        nb15.q1.require(round(_right() + 0.01, 2))
 
 
 def test_one_hundredth_below_the_right_answer_is_not_the_largest():
     with pytest.raises(AssertionError, match="find the largest"):
-        nb15.q1.check(round(_right() - 0.01, 2))
+        nb15.q1.require(round(_right() - 0.01, 2))
 
 
 def test_the_solutions_comparison_with_summarize_alone_holds(recorded):

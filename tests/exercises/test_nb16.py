@@ -42,4 +42,4 @@ def test_q1_accepts_cures(cure):
         "raises"])
 def test_q1_refuses_what_does_not_cure(wrong, reason):
     with pytest.raises(AssertionError, match=f"Not yet: .*{reason}"):
-        nb16.q1.check(wrong)
+        nb16.q1.require(wrong)

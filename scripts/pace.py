@@ -1,0 +1,121 @@
+"""How long each notebook takes, by one written rule — and the stated times kept in step with it.
+
+The rule (printed in the README, section "How long each notebook takes"):
+
+- prose: the words of every markdown cell, read at 130 words a minute;
+- code: the non-blank lines of every code cell a learner sees, read and run at 6 lines a minute
+  (cells whose source is hidden — the checks that make a notebook a test — are not counted);
+- exercises: 6 minutes for each question checked with ``.check(``;
+- each total rounded up to the next 5 minutes.
+
+A notebook's sections are its ``## `` headings. A heading that ends with ``(deep dive)`` starts
+a deep dive, and so does ``## On your model`` (it needs a model of your own to say anything new);
+everything else — the title cell, the numbered core sections, the exercise, what to remember — is
+the core path, which must take at most 45 minutes.
+
+    python scripts/pace.py           # print the table
+    python scripts/pace.py --write   # write each notebook's time line and the README table
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import re
+import sys
+from pathlib import Path
+
+import nbformat
+
+ROOT = Path(__file__).resolve().parents[1]
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+README = ROOT / "README.md"
+WORDS_PER_MINUTE, LINES_PER_MINUTE, MINUTES_PER_EXERCISE, CORE_LIMIT = 130, 6, 6, 45
+TIME_LINE = re.compile(r"^Time: [^\n]*?\((?:by )?the rule in the README\)\.|^Time: ~\d+ minutes\.")
+BEGIN, END = "<!-- pace: begin (scripts/pace.py --write) -->", "<!-- pace: end -->"
+
+
+def is_deep_dive(heading: str) -> bool:
+    """Whether a ``## `` heading starts a deep dive rather than a section of the core path."""
+    return heading.rstrip().endswith("(deep dive)") or heading.startswith("## On your model")
+
+
+def hidden(cell) -> bool:
+    """Whether a code cell's source is collapsed (the checks that make the notebook a test)."""
+    return bool(cell.metadata.get("jupyter", {}).get("source_hidden"))
+
+
+def cell_minutes(cell) -> float:
+    """What one cell costs a learner, by the rule."""
+    if cell.cell_type == "markdown":
+        return len(cell.source.split()) / WORDS_PER_MINUTE
+    if cell.cell_type != "code" or hidden(cell):
+        return 0.0
+    lines = sum(1 for line in cell.source.splitlines() if line.strip())
+    return lines / LINES_PER_MINUTE + MINUTES_PER_EXERCISE * len(re.findall(r"\.check\(", cell.source))
+
+
+def minutes(path: Path) -> dict[str, int]:
+    """A notebook's core path, deep dives and total, in minutes rounded up to the next 5."""
+    nb = nbformat.read(path, as_version=4)
+    core = deep = 0.0
+    in_deep = False
+    for cell in nb.cells:
+        if cell.cell_type == "markdown":
+            headings = [line for line in cell.source.splitlines() if line.startswith("## ")]
+            if headings:
+                in_deep = is_deep_dive(headings[0])
+        if in_deep:
+            deep += cell_minutes(cell)
+        else:
+            core += cell_minutes(cell)
+    up = lambda m: 5 * math.ceil(m / 5)  # noqa: E731
+    return {"core": up(core), "deep": up(deep), "total": up(core + deep)}
+
+
+def time_line(m: dict[str, int]) -> str:
+    """The sentence each notebook's first cell starts with."""
+    return (f"Time: about {m['total']} minutes — the core path {m['core']}, the deep dives "
+            f"{m['deep']} (by the rule in the README).")
+
+
+def readme_table(times: dict[str, dict[str, int]]) -> str:
+    rows = ["| notebook | core path | deep dives | total |", "|---|---:|---:|---:|"]
+    rows += [f"| {name} | {m['core']} min | {m['deep']} min | {m['total']} min |"
+             for name, m in times.items()]
+    core = sum(m["core"] for m in times.values())
+    total = sum(m["total"] for m in times.values())
+    rows.append(f"| **all sixteen** | **{core / 60:.1f} h** | | **{total / 60:.1f} h** |")
+    return "\n".join(rows)
+
+
+def write(times: dict[str, dict[str, int]]) -> None:
+    for path in NOTEBOOKS:
+        nb = nbformat.read(path, as_version=4)
+        first = nb.cells[0]
+        lines = first.source.split("\n")
+        at = next(i for i, line in enumerate(lines) if line.startswith("Time: "))
+        lines[at] = TIME_LINE.sub(time_line(times[path.stem]), lines[at], count=1)
+        first.source = "\n".join(lines)
+        nbformat.write(nb, path)
+    text = README.read_text()
+    start, stop = text.index(BEGIN) + len(BEGIN), text.index(END)
+    README.write_text(text[:start] + "\n" + readme_table(times) + "\n" + text[stop:])
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--write", action="store_true", help="write the time lines and the README table")
+    args = parser.parse_args()
+    times = {path.stem: minutes(path) for path in NOTEBOOKS}
+    print(readme_table(times))
+    if args.write:
+        write(times)
+    over = [name for name, m in times.items() if m["core"] > CORE_LIMIT]
+    if over:
+        print(f"core path over {CORE_LIMIT} minutes: {', '.join(over)}", file=sys.stderr)
+    return 1 if over else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,87 @@
+"""The skeleton every notebook shares (STYLE.md, rule 10), read from the notebooks' sources.
+
+Evidence, not scaffolding: a cell with ``assert`` statements is a check, so its source is
+collapsed (``jupyter.source_hidden``, and the ``hide-input`` tag a static book reads); each
+assert states one claim (no ``and`` inside its test) with a message in the learner's words. No
+cell may raise: exercises say "not attempted" instead. Every notebook asks a predict-then-run
+question, names ``.solution()``, and states the time the pace rule (scripts/pace.py) gives it,
+with a core path of at most 45 minutes.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib.util
+import re
+from pathlib import Path
+
+import nbformat
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+_spec = importlib.util.spec_from_file_location("pace", ROOT / "scripts" / "pace.py")
+pace = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(pace)
+
+
+def _read(path: Path):
+    return nbformat.read(path, as_version=4)
+
+
+def _code(path: Path):
+    return [(i, c) for i, c in enumerate(_read(path).cells) if c.cell_type == "code"]
+
+
+def _asserts(source: str) -> list[ast.Assert]:
+    lines = [line for line in source.splitlines() if not line.lstrip().startswith(("%", "!"))]
+    return [node for node in ast.walk(ast.parse("\n".join(lines))) if isinstance(node, ast.Assert)]
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name[:2])
+def test_no_cell_may_raise(path):
+    tagged = [i for i, c in _code(path) if "raises-exception" in c.metadata.get("tags", [])]
+    assert not tagged, f"cells {tagged} are tagged raises-exception"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name[:2])
+def test_check_cells_are_collapsed(path):
+    shown = [i for i, c in _code(path) if _asserts(c.source)
+             and not (c.metadata.get("jupyter", {}).get("source_hidden")
+                      and "hide-input" in c.metadata.get("tags", []))]
+    assert not shown, f"cells {shown} assert but their source is not hidden (source_hidden + hide-input)"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name[:2])
+def test_one_claim_per_assert_with_a_message(path):
+    chains, silent = [], []
+    for i, cell in _code(path):
+        for node in _asserts(cell.source):
+            if any(isinstance(n, ast.BoolOp) and isinstance(n.op, ast.And) for n in ast.walk(node.test)):
+                chains.append(f"[{i}] {ast.unparse(node.test)[:80]}")
+            if node.msg is None:
+                silent.append(f"[{i}] {ast.unparse(node.test)[:80]}")
+    assert not chains, "asserts with `and` chains (one claim each): " + "; ".join(chains)
+    assert not silent, "asserts without a message: " + "; ".join(silent)
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name[:2])
+def test_a_predict_then_run_question_and_the_solution_named(path):
+    markdown = [c.source for c in _read(path).cells if c.cell_type == "markdown"]
+    assert any("**Predict.**" in text for text in markdown), "no **Predict.** question"
+    assert any(".solution()" in text for text in markdown), "the exercise does not name .solution()"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name[:2])
+def test_the_stated_time_is_the_rules(path):
+    m = pace.minutes(path)
+    first = _read(path).cells[0].source
+    assert pace.time_line(m) in first, f"the first cell should say: {pace.time_line(m)}"
+    assert m["core"] <= pace.CORE_LIMIT, f"the core path takes {m['core']} minutes"
+
+
+def test_the_readme_table_is_the_rules():
+    times = {path.stem: pace.minutes(path) for path in NOTEBOOKS}
+    readme = pace.README.read_text()
+    assert pace.readme_table(times) in readme, "run: python scripts/pace.py --write"
+    assert re.search(r"130 words a\s+minute", readme), "the README states the rule"
