@@ -4,8 +4,8 @@ Evidence, not scaffolding: a cell with ``assert`` statements is a check, so its 
 collapsed (``jupyter.source_hidden``, and the ``hide-input`` tag a static book reads); each
 assert states one claim (no ``and`` inside its test) with a message in the learner's words. No
 cell may raise: exercises say "not attempted" instead. Every notebook asks a predict-then-run
-question, names ``.solution()``, and states the time the pace rule (scripts/pace.py) gives it,
-with a core path of at most 45 minutes.
+question, names ``.solution()``, gives each glossary term its 中文 at its first use, and states
+the time the pace rule (scripts/pace.py) gives it, with a core path of at most 45 minutes.
 """
 
 from __future__ import annotations
@@ -85,3 +85,22 @@ def test_the_readme_table_is_the_rules():
     readme = pace.README.read_text()
     assert pace.readme_table(times) in readme, "run: python scripts/pace.py --write"
     assert re.search(r"130 words a\s+minute", readme), "the README states the rule"
+
+
+_gspec = importlib.util.spec_from_file_location("glossary", ROOT / "scripts" / "glossary.py")
+glossary = importlib.util.module_from_spec(_gspec)
+_gspec.loader.exec_module(glossary)
+
+
+def test_the_glossary_has_the_terms_the_course_needs():
+    chinese = {zh for _, zh in glossary.terms()}
+    assert len(chinese) >= 25, f"{len(chinese)} terms"
+    for term in ("摘要", "归档", "切点", "工具调用对", "孤儿工具消息", "子智能体", "渐进式披露", "目标漂移",
+                 "大海捞针", "针对性评估", "卸载", "压缩", "隔离"):
+        assert term in chinese, f"{term} is missing from GLOSSARY.md"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name[:2])
+def test_each_term_carries_its_chinese_name_at_its_first_use(path):
+    problems = glossary.missing(path)
+    assert not problems, "\n".join(problems)

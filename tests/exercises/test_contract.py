@@ -3,7 +3,8 @@
 Each ``Exercise`` found in ``labkit.exercises.nbNN``: its hints unlock in order (1/n, 2/n … n/n,
 then stay at n/n), the placeholder ``None`` is "not attempted", and its solution text runs — with
 the names the notebook has defined by then (``Exercise.given``) — to an answer the checker
-passes. ``check`` never raises: a wrong answer is a "Not yet" message, not a traceback. Right and wrong answers, which differ per question, are in ``test_nbNN.py``.
+passes. ``check`` never raises: a wrong answer is a "Not yet"
+message, not a traceback. Right and wrong answers, which differ per question, are in ``test_nbNN.py``.
 """
 
 from __future__ import annotations
@@ -52,7 +53,8 @@ def test_hints_unlock_in_order_then_stay(name):
 
 @pytest.mark.parametrize("name", QUESTIONS)
 def test_the_placeholder_none_is_not_attempted(name):
-    assert re.match("^Not attempted yet: .*None", QUESTIONS[name].check(None)), "check says it, without raising"
+    verdict = QUESTIONS[name].check(None)
+    assert re.match("^Not attempted yet: .*None", verdict), "check says it, without raising"
     with pytest.raises(AssertionError, match="^Not attempted yet: .*None"):
         QUESTIONS[name].require(None)
 
