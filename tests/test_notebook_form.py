@@ -13,6 +13,7 @@ from __future__ import annotations
 import ast
 import importlib.util
 import re
+import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import nbformat
@@ -104,3 +105,37 @@ def test_the_glossary_has_the_terms_the_course_needs():
 def test_each_term_carries_its_chinese_name_at_its_first_use(path):
     problems = glossary.missing(path)
     assert not problems, "\n".join(problems)
+
+
+FIGURES = ROOT / "notebooks" / "figures"
+# the loop and its pipeline, the stub, the cut, the view and archive, the fan-out, the routes
+MECHANISM_NOTEBOOKS = ("03", "04", "08", "09", "12", "13")
+
+
+def _figures_shown(path: Path) -> list[str]:
+    markdown = "\n".join(c.source for c in _read(path).cells if c.cell_type == "markdown")
+    return re.findall(r"!\[[^\]]+\]\((figures/[^)\s]+\.svg)\)", markdown)
+
+
+@pytest.mark.parametrize("path", [p for p in NOTEBOOKS if p.name[:2] in MECHANISM_NOTEBOOKS],
+                         ids=lambda p: p.name[:2])
+def test_each_mechanism_notebook_shows_a_diagram(path):
+    shown = _figures_shown(path)
+    assert shown, "no ![...](figures/....svg) diagram"
+    missing = [f for f in shown if not (ROOT / "notebooks" / f).is_file()]
+    assert not missing, f"figures not in the repo: {missing}"
+
+
+@pytest.mark.parametrize("svg", sorted(FIGURES.glob("*.svg")), ids=lambda p: p.name)
+def test_a_diagram_is_self_contained_and_shown(svg):
+    root = ET.parse(svg).getroot()
+    ns = "{http://www.w3.org/2000/svg}"
+    assert root.tag == f"{ns}svg", "the root element is <svg> in the SVG namespace"
+    assert root.get("viewBox"), "a viewBox, so it scales to the page"
+    assert root.find(f"{ns}title") is not None, "a <title> (what a screen reader says)"
+    assert root.find(f"{ns}desc") is not None, "a <desc> saying what it shows"
+    text = svg.read_text()
+    for outside in ("<script", "<image", "href=\"http", "@import", "url(http"):
+        assert outside not in text, f"{outside} loads something from outside (offline, static export)"
+    shown_in = [p.name for p in NOTEBOOKS if f"figures/{svg.name}" in _figures_shown(p)]
+    assert shown_in, f"{svg.name} is shown by no notebook"
