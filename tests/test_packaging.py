@@ -7,11 +7,13 @@ command. Pure file reading: no network, no install.
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import re
 import tomllib
 from pathlib import Path
 
+import jsonschema
 import pytest
 import yaml
 from nbval.plugin import get_sanitize_patterns
@@ -136,3 +138,13 @@ def test_sanitizer_masks_timestamps_addresses_and_uuids():
     for regex, replace in patterns:
         text = re.sub(regex, replace, text)
     assert text == "at DATETIME <A object at 0xADDRESS> /large_tool_results/UUID"
+
+
+def test_no_grammar_compiled_when_a_kernel_first_plots():
+    """rfc3987-syntax is left out (pyproject's override): importing jsonschema — which plotly's
+    notebook renderer does through nbformat — compiles no Lark grammar, and the formats the
+    installed schemas use are still checked."""
+    assert importlib.util.find_spec("rfc3987_syntax") is None, "uv sync should leave rfc3987-syntax out"
+    checker = jsonschema.FormatChecker()
+    assert "uri" in checker.checkers, "uri is still checked (rfc3986-validator)"
+    assert not checker.conforms("not a uri", "uri"), "a bad uri is still refused"
