@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from itertools import accumulate
 
 import plotly.graph_objects as go
+import plotly.io as pio
 from plotly.subplots import make_subplots
 
 from labkit.trace import KINDS, CallRecord
@@ -34,11 +35,36 @@ def _records(run_or_records) -> list[CallRecord]:
     return list(records)
 
 
+_WHITE = pio.templates["plotly_white"].to_plotly_json()  # resolved once, not on every figure
+
+
 def _layout(fig: go.Figure, title: str, ytitle: str) -> go.Figure:
     fig.update_layout(title=title, xaxis_title="model call", yaxis_title=ytitle,
                       template="plotly_white", legend={"orientation": "h", "y": -0.2},
                       margin={"l": 60, "r": 20, "t": 60, "b": 60}, height=420)
     return fig
+
+
+def _figure(traces: list[dict], title: str, ytitle: str, lines: Sequence[dict] = ()) -> go.Figure:
+    """A figure built from plain specs without plotly's per-property validation.
+
+    Validation is most of a figure's cost (a slider redraws one per move: ~50 ms validated, ~4 ms
+    not, ``bench/bench_sliders.py``); the specs here are fixed, and ``tests/test_plots.py`` checks
+    that each figure is the same once validated. ``lines`` are horizontal lines across the plot,
+    ``{"y", "label", "color", "dash", "width", "below"}``, drawn as plotly's ``add_hline`` would.
+    """
+    shapes = [{"type": "line", "xref": "x domain", "x0": 0, "x1": 1, "yref": "y", "y0": ln["y"],
+               "y1": ln["y"], "line": {"color": ln["color"], "width": ln.get("width", 2),
+                                        **({"dash": ln["dash"]} if ln.get("dash") else {})}}
+              for ln in lines]
+    notes = [{"text": ln["label"], "xref": "x domain", "x": 0, "yref": "y", "y": ln["y"],
+              "showarrow": False, "xanchor": "left", "yanchor": "top" if ln.get("below") else "bottom"}
+             for ln in lines]
+    layout = {"title": {"text": title}, "xaxis": {"title": {"text": "model call"}},
+              "yaxis": {"title": {"text": ytitle}}, "template": _WHITE,
+              "legend": {"orientation": "h", "y": -0.2}, "margin": {"l": 60, "r": 20, "t": 60, "b": 60},
+              "height": 420, **({"shapes": shapes, "annotations": notes} if lines else {})}
+    return go.Figure({"data": traces, "layout": layout}, _validate=False)
 
 
 def tokens_per_turn(run_or_records, window: int | None = None, trigger: int | None = None,
@@ -51,38 +77,38 @@ def tokens_per_turn(run_or_records, window: int | None = None, trigger: int | No
     marked on the "seen" line at the first call that saw each compacted view. Notebook 01."""
     records = _records(run_or_records)
     x = [r.index for r in records]
-    fig = go.Figure()
-    fig.add_scatter(x=x, y=[r.stored for r in records], name="stored (state)", mode="lines",
-                    line={"dash": "dot", "color": "#888"})
-    fig.add_scatter(x=x, y=[r.seen for r in records], name="seen by the model",
-                    mode="lines+markers", line={"color": "#EF553B"})
+    traces = [
+        {"type": "scatter", "x": x, "y": [r.stored for r in records], "name": "stored (state)",
+         "mode": "lines", "line": {"dash": "dot", "color": "#888"}},
+        {"type": "scatter", "x": x, "y": [r.seen for r in records], "name": "seen by the model",
+         "mode": "lines+markers", "line": {"color": "#EF553B"}}]
     failed = [r for r in records if r.error]
     if failed:
-        fig.add_scatter(x=[r.index for r in failed], y=[r.seen for r in failed], name="call failed",
-                        mode="markers", marker={"symbol": "x", "size": 14, "color": "black"},
-                        hovertext=[r.error for r in failed])
+        traces.append({"type": "scatter", "x": [r.index for r in failed], "y": [r.seen for r in failed],
+                       "name": "call failed", "mode": "markers", "hovertext": [r.error for r in failed],
+                       "marker": {"symbol": "x", "size": 14, "color": "black"}})
     if events:
-        _add_events(fig, records, events)
+        traces.append(_events(records, events))
+    lines = []
     if window:
-        fig.add_hline(y=window, line={"color": "black", "width": 2},
-                      annotation_text=f"window {window:,}", annotation_position="top left")
+        lines.append({"y": window, "label": f"window {window:,}", "color": "black"})
     if trigger:
-        fig.add_hline(y=trigger, line={"color": "#FFA15A", "dash": "dash"},
-                      annotation_text=f"trigger {trigger:,}", annotation_position="bottom left")
-    return _layout(fig, title, "tokens")
+        lines.append({"y": trigger, "label": f"trigger {trigger:,}", "color": "#FFA15A", "dash": "dash",
+                      "below": True})
+    return _figure(traces, title, "tokens", lines)
 
 
-def _add_events(fig: go.Figure, records: list[CallRecord], events) -> None:
+def _events(records: list[CallRecord], events) -> dict:
     by_index = {r.index: r for r in records}
     marks = list(events)
     for i, mark in enumerate(marks):
         if not (isinstance(mark, (tuple, list)) and len(mark) == 2 and mark[0] in by_index):
             raise ValueError(f"events must be (call index, label) pairs naming a recorded call; "
                              f"item {i} is {mark!r}")
-    fig.add_scatter(x=[i for i, _ in marks], y=[by_index[i].seen for i, _ in marks],
-                    name="compaction", mode="markers", hovertext=[str(label) for _, label in marks],
-                    marker={"symbol": "triangle-down", "size": 13, "color": _COLORS["summary"],
-                            "line": {"color": "black", "width": 1}})
+    return {"type": "scatter", "x": [i for i, _ in marks], "y": [by_index[i].seen for i, _ in marks],
+            "name": "compaction", "mode": "markers", "hovertext": [str(label) for _, label in marks],
+            "marker": {"symbol": "triangle-down", "size": 13, "color": _COLORS["summary"],
+                       "line": {"color": "black", "width": 1}}}
 
 
 def composition(run_or_records, title: str = "What the model saw, by kind") -> go.Figure:

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import plotly.graph_objects as go
 import pytest
 
 from labkit import plots
@@ -46,6 +47,30 @@ def test_tokens_per_turn_draws_window_and_trigger(recorded):
     fig = plots.tokens_per_turn(recorded, window=128_000, trigger=100_000)
     assert sorted(s.y0 for s in fig.layout.shapes) == [100_000, 128_000]
     assert sorted(a.text for a in fig.layout.annotations) == ["trigger 100,000", "window 128,000"]
+
+
+@pytest.mark.parametrize("knobs", [{}, {"window": 128_000}, {"window": 128_000, "trigger": 100_000},
+                                   {"window": 128_000, "events": [(3, "compaction 1")]}], ids=str)
+def test_tokens_per_turn_is_built_valid_without_validating(knobs, overflow_128k):
+    """The figure skips plotly's validation for speed: validated again, it is the same figure,
+    and its lines sit where plotly's own add_hline puts them."""
+    fig = plots.tokens_per_turn(overflow_128k, **knobs)
+    assert go.Figure(fig.to_dict()).to_dict() == fig.to_dict(), "every property is one plotly accepts"
+    reference = go.Figure(layout={"template": "plotly_white"})
+    if "window" in knobs:
+        reference.add_hline(y=knobs["window"], line={"color": "black", "width": 2},
+                            annotation_text=f"window {knobs['window']:,}", annotation_position="top left")
+    if "trigger" in knobs:
+        reference.add_hline(y=knobs["trigger"], line={"color": "#FFA15A", "dash": "dash"},
+                            annotation_text=f"trigger {knobs['trigger']:,}",
+                            annotation_position="bottom left")
+    for ours, theirs in zip(fig.layout.shapes, reference.layout.shapes, strict=True):
+        assert (ours.xref, ours.x0, ours.x1, ours.y0, ours.line.dash) == \
+            (theirs.xref, theirs.x0, theirs.x1, theirs.y0, theirs.line.dash), "the same line"
+    for ours, theirs in zip(fig.layout.annotations, reference.layout.annotations, strict=True):
+        assert (ours.text, ours.x, ours.xanchor, ours.yanchor) == \
+            (theirs.text, theirs.x, theirs.xanchor, theirs.yanchor), "the same label, placed the same"
+    assert fig.to_dict()["layout"]["template"] == reference.to_dict()["layout"]["template"]
 
 
 def test_failed_call_marker_only_when_a_call_failed(recorded, overflow_128k):
