@@ -247,6 +247,7 @@ class OffloadMiddleware(AgentMiddleware):
         self.state_schema = FilesystemState
         self.counter = TokenCounter()
         self.evicted: list[str] = []  # paths written, in order (for the lessons)
+        self.weighed: list[int] = []  # every result's tokens, as compared with tool_limit, in order
         self._stubs: dict[tuple, str] = {}
 
     # -- writing -------------------------------------------------------------------------------
@@ -266,6 +267,7 @@ class OffloadMiddleware(AgentMiddleware):
             return message
         text = message_text(message, text_only=True)
         tokens = self.counter.text(text)
+        self.weighed.append(tokens)
         if tokens <= self.tool_limit:
             return message
         stored = stored_text(text)

@@ -159,9 +159,16 @@ def offload_result(window: int = 128_000, offload: bool = True, tool_limit: int 
                    export_scale: float = 1.0) -> dict:
     """One run of the scenario with labkit's :class:`~labkit.offload.OffloadMiddleware` and the
     numbers a learner reads off it: ``run``, ``score``, ``peak`` (most tokens one call saw),
-    ``evicted`` (paths written), ``overflowed``, ``figure`` and a one-line ``status``. Notebook 04."""
+    ``evicted`` (paths written), ``overflowed``, ``figure``, a one-line ``status`` and ``weighed``
+    (each tool result's tokens, as compared with ``tool_limit``). Notebook 04."""
     middleware = [OffloadMiddleware(tool_limit=tool_limit)] if offload else []
     run = scenario.run(LabModel(window=window), middleware=middleware, export_scale=export_scale)
+    weighed = tuple(middleware[0].weighed) if offload else ()
+    return _offload_view(run, weighed, window, offload, tool_limit, export_scale)
+
+
+def _offload_view(run, weighed: tuple, window: int, offload: bool, tool_limit: int,
+                  export_scale: float) -> dict:
     peak = max((r.seen for r in run.records), default=0)
     evicted = sorted(p for p in run.files if p.startswith(f"{RESULTS_DIR}/"))
     setting = f"evict results over {tool_limit:,} tokens" if offload else "no offloading"
@@ -173,9 +180,31 @@ def offload_result(window: int = 128_000, offload: bool = True, tool_limit: int 
     status = (f"{outcome} · peak <b>{peak:,}</b> of {window:,} tokens · "
               f"<b>{len(evicted)}</b> result{'s' * (len(evicted) != 1)} evicted to files")
     return {"run": run, "score": run.score, "peak": peak, "evicted": evicted,
-            "overflowed": run.error is not None, "figure": figure, "status": status,
+            "overflowed": run.error is not None, "figure": figure, "status": status, "weighed": weighed,
             "values": {"window": window, "offload": offload, "tool_limit": tool_limit,
                        "export_scale": export_scale}}
+
+
+def _by_outcome(compute: Callable[..., dict]) -> Callable[..., dict]:
+    """``offload_result`` that re-runs the scenario only when a move changes what is evicted.
+
+    The run is deterministic and the stub does not name the limit, so two limits that make the
+    same evict-or-keep decision on every result the run weighed give the same run: only its
+    title and status are redrawn (``tool_limit`` has a handful of distinct outcomes per setting).
+    """
+    runs: dict[tuple, list[dict]] = {}
+
+    def result(window: int, offload: bool, tool_limit: int, export_scale: float) -> dict:
+        same = runs.setdefault((window, offload, export_scale), [])
+        for done in same:
+            limit = done["values"]["tool_limit"]
+            if not offload or all((n > tool_limit) == (n > limit) for n in done["weighed"]):
+                return _offload_view(done["run"], done["weighed"], window, offload, tool_limit,
+                                     export_scale)
+        same.append(compute(window=window, offload=offload, tool_limit=tool_limit,
+                            export_scale=export_scale))
+        return same[-1]
+    return result
 
 
 def offload_panel(window: int = 128_000, offload: bool = True, tool_limit: int = 20_000,
@@ -206,7 +235,7 @@ def offload_panel(window: int = 128_000, offload: bool = True, tool_limit: int =
     controls["offload"].observe(
         lambda change: setattr(controls["tool_limit"], "disabled", not change["new"]), names="value")
     controls["tool_limit"].disabled = not offload
-    return Panel(offload_result, controls)
+    return Panel(_by_outcome(offload_result), controls)
 
 
 # -- notebook 07: summarization knobs, replayed ------------------------------------------------

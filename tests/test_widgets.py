@@ -199,3 +199,22 @@ def test_making_a_panel_displays_and_prints_nothing(monkeypatch, capsys):
     assert isinstance(made.widget, ipw.VBox) and made.output in made.widget.children
     assert "application/vnd.jupyter.widget-view+json" in made._repr_mimebundle_()
     assert repr(made) == "Panel(window=128000, offload=True, tool_limit=25000, export_scale=1.0)"
+
+
+def test_a_limit_with_the_same_outcome_reuses_the_run_and_draws_what_a_fresh_run_draws(panel):
+    """Worked example: at the default setting the run weighs each result once; 20,000 and any
+    limit between the same two neighbouring result sizes evict the same results, so the panel
+    redraws without re-running — and draws exactly what running the scenario at that limit draws."""
+    first = _set(panel, tool_limit=20_000)
+    sizes = sorted(set(first["weighed"]))
+    below = max(n for n in sizes if n <= 20_000)
+    above = min(n for n in sizes if n > 20_000)
+    other = next(n for n in range(1_000 * (below // 1_000 + 1), above, 1_000) if n != 20_000)
+    moved = _set(panel, tool_limit=other)
+    assert moved["run"] is first["run"], "the same evict-or-keep decisions reuse the run"
+    fresh = widgets.offload_result(tool_limit=other)
+    assert moved["figure"].to_dict() == fresh["figure"].to_dict(), "what is drawn is what a fresh run draws"
+    for key in ("status", "evicted", "peak"):
+        assert moved[key] == fresh[key], f"the same {key} as a fresh run"
+    crossed = _set(panel, tool_limit=min(60_000, 1_000 * (above // 1_000 + 1)))
+    assert crossed["run"] is not first["run"], "a limit past a result's size re-runs the scenario"
