@@ -35,7 +35,10 @@ def _records(run_or_records) -> list[CallRecord]:
     return list(records)
 
 
-_WHITE = pio.templates["plotly_white"].to_plotly_json()  # resolved once, not on every figure
+# plotly_white resolved once, not on every figure; of its per-trace defaults only scatter's are
+# kept (the only trace tokens_per_turn draws): the rest would be copied on every slider move.
+_WHITE = {"layout": pio.templates["plotly_white"].to_plotly_json()["layout"],
+          "data": {"scatter": pio.templates["plotly_white"].to_plotly_json()["data"]["scatter"]}}
 
 
 def _layout(fig: go.Figure, title: str, ytitle: str) -> go.Figure:

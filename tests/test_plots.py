@@ -70,7 +70,9 @@ def test_tokens_per_turn_is_built_valid_without_validating(knobs, overflow_128k)
     for ours, theirs in zip(fig.layout.annotations, reference.layout.annotations, strict=True):
         assert (ours.text, ours.x, ours.xanchor, ours.yanchor) == \
             (theirs.text, theirs.x, theirs.xanchor, theirs.yanchor), "the same label, placed the same"
-    assert fig.to_dict()["layout"]["template"] == reference.to_dict()["layout"]["template"]
+    ours, theirs = fig.to_dict()["layout"]["template"], reference.to_dict()["layout"]["template"]
+    assert ours["layout"] == theirs["layout"], "plotly_white's layout"
+    assert ours["data"]["scatter"] == theirs["data"]["scatter"], "plotly_white's scatter defaults"
 
 
 def test_failed_call_marker_only_when_a_call_failed(recorded, overflow_128k):

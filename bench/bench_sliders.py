@@ -1,0 +1,104 @@
+"""Benchmark: what a learner waits for when a slider moves, and a fresh kernel's first plot.
+
+Three figures, each CPU time (``time.process_time``: the machine is shared, and a move is all
+in the kernel's one thread), each a median:
+
+- ``knobs_cold_ms`` — ``widgets.knobs`` over a 200-call record (``replay.synthetic_run``): a move
+  of one slider to a value this panel has not seen (no panel cache hit), all it does: the replay,
+  the figure, the tables, the output the browser receives. Median of ``--moves`` moves.
+- ``offload_cold_ms`` — ``widgets.offload_panel``: moves of ``tool_limit`` to values not seen
+  (a move that evicts what an earlier run evicted redraws it; the others re-run the scenario),
+  median of ``--moves``; the moves of ``window`` and ``export_scale``, which always re-run, are
+  printed beside it.
+- ``first_plot_s`` — a fresh Python process imports labkit, runs the lab and then renders its
+  first figure as Jupyter does (``fig._repr_mimebundle_``): that last step's CPU time, median of
+  ``--kernels`` processes. Plotly imports nbformat (and so jsonschema) at that moment.
+
+What it leaves out: the browser (``tests/test_browser.py`` prints input → redraw latency), and
+the kernel's start-up itself.
+
+    .venv/bin/python bench/bench_sliders.py [--moves 21] [--kernels 5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import time
+
+from labkit import widgets
+from labkit.replay import synthetic_run, trajectory
+
+FIRST_PLOT = """
+import json, time
+from labkit import LabModel, plots, scenario
+fig = plots.tokens_per_turn(scenario.run(LabModel(window=128_000)), window=128_000)
+start = time.process_time()
+fig._repr_mimebundle_({"application/vnd.plotly.v1+json"}, set())
+print(json.dumps(time.process_time() - start))
+"""
+
+
+def cpu_ms(fn) -> float:
+    start = time.process_time()
+    fn()
+    return (time.process_time() - start) * 1000
+
+
+def knobs_moves(moves: int) -> list[float]:
+    """CPU ms of ``moves`` moves of the knobs panel, each to a setting it has not seen."""
+    panel = widgets.knobs(trajectory(synthetic_run(200)))
+    triggers = [round(0.30 + 0.05 * i, 2) for i in range(14)]  # 0.30 … 0.95
+    keeps = [round(0.02 + 0.01 * i, 2) for i in range(moves)]
+    times = []
+    for i in range(moves):
+        knob = {"trigger": triggers[i % len(triggers)], "keep": keeps[i]}
+        times.append(cpu_ms(lambda: panel.set(**knob)))  # noqa: B023 — called at once
+    return times
+
+
+def offload_moves(moves: int) -> tuple[list[float], list[float]]:
+    """CPU ms of ``moves`` tool_limit moves to unseen values, and of a few window / scale moves."""
+    panel = widgets.offload_panel()
+    limits = [2_000 + 1_000 * ((7 * i) % 58) for i in range(1, moves + 1)]  # spread, unseen
+    limit_times = [cpu_ms(lambda: panel.set(tool_limit=n)) for n in limits]  # noqa: B023
+    other = [{"window": 120_000}, {"export_scale": 0.9}, {"window": 136_000}, {"export_scale": 1.1},
+             {"window": 112_000}]
+    other_times = [cpu_ms(lambda: panel.set(**knob)) for knob in other]  # noqa: B023
+    return limit_times, other_times
+
+
+def first_plot(kernels: int) -> list[float]:
+    """CPU seconds of the first figure's render in ``kernels`` fresh processes."""
+    return [json.loads(subprocess.run([sys.executable, "-c", FIRST_PLOT], capture_output=True,
+                                      text=True, check=True).stdout) for _ in range(kernels)]
+
+
+def measure(moves: int = 21, kernels: int = 5) -> dict[str, float]:
+    knobs = knobs_moves(moves)
+    limits, others = offload_moves(moves)
+    plots = first_plot(kernels)
+    print(f"knobs (200-call record), {moves} unseen moves: median {statistics.median(knobs):.1f} ms CPU "
+          f"(min {min(knobs):.1f}, max {max(knobs):.1f})")
+    print(f"offload panel, {moves} unseen tool_limit moves: median {statistics.median(limits):.1f} ms CPU "
+          f"(max {max(limits):.0f}: a move that evicts something new re-runs the scenario)")
+    print(f"offload panel, {len(others)} window / export_scale moves (each re-runs): median "
+          f"{statistics.median(others):.0f} ms CPU")
+    print(f"first plot in a fresh process, {kernels} processes: median {statistics.median(plots):.2f} s CPU")
+    return {"knobs_cold_ms": statistics.median(knobs), "offload_cold_ms": statistics.median(limits),
+            "first_plot_s": statistics.median(plots)}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--moves", type=int, default=21, help="slider moves per panel (>= 20)")
+    parser.add_argument("--kernels", type=int, default=5, help="fresh processes for the first plot")
+    args = parser.parse_args()
+    measure(args.moves, args.kernels)
+
+
+if __name__ == "__main__":
+    main()
