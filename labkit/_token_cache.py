@@ -15,10 +15,40 @@ from typing import Any
 
 from langchain_core.messages import BaseMessage
 
-__all__ = ["OBJECT_CACHE_SIZE", "TOOL_CACHE_SIZE", "SameObjects", "ToolTokens", "tool_shape"]
+__all__ = ["OBJECT_CACHE_SIZE", "TEXT_CACHE_CHARS", "TOOL_CACHE_SIZE", "SameObjects", "TextTokens",
+           "ToolTokens", "tool_shape"]
 
 OBJECT_CACHE_SIZE = 20_000  # messages remembered by identity; cleared when full (it holds them)
 TOOL_CACHE_SIZE = 1024  # tool schemas remembered, least recently used dropped first
+TEXT_CACHE_CHARS = 16_000_000  # text remembered, in characters, least recently used dropped first
+
+
+class TextTokens:
+    """Each text's BPE count, shared by every counter of the process: one encode per text.
+
+    What it buys: in one run the lab model, the Recorder, ``OffloadMiddleware`` and
+    ``SummarizeMiddleware`` each count the same messages with counters of their own — on the
+    running example 138 encodes of 35 distinct texts, most of them the large exports. The cache is
+    bounded by the characters it holds (``TEXT_CACHE_CHARS``), so a long session stays flat.
+    """
+
+    def __init__(self, chars: int = TEXT_CACHE_CHARS) -> None:
+        self.chars, self.held = chars, 0
+        self._lru: OrderedDict[tuple[str, str], int] = OrderedDict()  # (encoding, text) -> tokens
+
+    def get(self, encoding_name: str, text: str, count: Callable[[], int]) -> int:
+        """The tokens of ``text``: remembered, or ``count()`` and remembered."""
+        key = (encoding_name, text)
+        n = self._lru.get(key)
+        if n is not None:
+            self._lru.move_to_end(key)
+            return n
+        n = self._lru[key] = count()
+        self.held += len(text)
+        while self.held > self.chars and len(self._lru) > 1:
+            (_, dropped), _ = self._lru.popitem(last=False)
+            self.held -= len(dropped)
+        return n
 
 
 class SameObjects:

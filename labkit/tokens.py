@@ -25,7 +25,7 @@ from langchain_core.messages.utils import count_tokens_approximately
 from langchain_core.utils.function_calling import convert_to_openai_tool
 
 from labkit._tiktoken_offline import TIKTOKEN_FILES, seed
-from labkit._token_cache import SameObjects, ToolTokens
+from labkit._token_cache import SameObjects, TextTokens, ToolTokens
 
 __all__ = [
     "DEFAULT_ENCODING",
@@ -57,6 +57,7 @@ PRICES: dict[str, tuple[float, float]] = {
 
 _encodings: dict[str, Any] = {}  # each table is loaded once per process
 _TOOL_TOKENS = ToolTokens()  # shared by every counter: see labkit._token_cache
+_TEXT_TOKENS = TextTokens()  # one encode per text, whichever counter asks
 
 
 def encoding(name: str = DEFAULT_ENCODING):
@@ -120,7 +121,8 @@ class TokenCounter:
 
     The cache key is the message's role and text, so an unchanged message is counted once however
     often the history is re-sent, and an edited message (a truncated argument, an evicted result)
-    is counted afresh. ``misses`` counts the messages actually encoded.
+    is counted afresh. ``misses`` counts the messages this counter had not counted before (their
+    text is encoded once per process, whichever counter asks first: ``labkit._token_cache``).
 
     Example:
         >>> counter = TokenCounter()
@@ -136,7 +138,8 @@ class TokenCounter:
 
     def text(self, text: str) -> int:
         """BPE tokens of a string (special-token text such as ``<|endoftext|>`` counts as text)."""
-        return len(encoding(self.encoding_name).encode(text, disallowed_special=()))
+        return _TEXT_TOKENS.get(self.encoding_name, text, lambda: len(
+            encoding(self.encoding_name).encode(text, disallowed_special=())))
 
     def message(self, message: BaseMessage) -> int:
         """Tokens of one message: its text plus ``TOKENS_PER_MESSAGE`` of framing."""

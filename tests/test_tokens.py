@@ -297,3 +297,29 @@ def test_cost():
     assert cost(2_000_000) == pytest.approx(2 * PRICES["lab-model"][0])
     with pytest.raises(ValueError, match="unknown price 'gpt-9'.*'large'"):
         cost(1, price="gpt-9")
+
+
+def test_a_text_is_encoded_once_whichever_counter_asks(monkeypatch):
+    """The lab model, the Recorder and each middleware hold counters of their own; the text under
+    them is encoded once per process, and every count is the one a fresh encode gives."""
+    from labkit import _token_cache, tokens  # the private cache is what this test is about
+
+    monkeypatch.setattr(tokens, "_TEXT_TOKENS", _token_cache.TextTokens())
+    encodes = []
+    real = tokens.encoding("o200k_base")
+    monkeypatch.setattr(tokens, "encoding", lambda name=tokens.DEFAULT_ENCODING: type(
+        "Spy", (), {"encode": lambda self, text, **kw: encodes.append(text) or real.encode(text, **kw)})())
+    text = "ticker,revenue\nACME,1234567\n" * 50
+    first, second = tokens.TokenCounter(), tokens.TokenCounter()
+    assert first.text(text) == second.text(text) == len(real.encode(text)), "the count is unchanged"
+    assert encodes == [text], "one encode for two counters"
+
+
+def test_the_shared_text_cache_is_bounded_by_the_characters_it_holds():
+    from labkit._token_cache import TextTokens  # the private cache is what this test is about
+
+    cache = TextTokens(chars=100)
+    for i in range(10):
+        assert cache.get("enc", f"{i}" * 30, lambda: 7) == 7, "the count given is returned"
+    assert cache.held <= 100, f"holds {cache.held} characters, over its bound of 100"
+    assert len(cache._lru) == 3, "the least recently used texts were dropped"
