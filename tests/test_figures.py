@@ -50,13 +50,16 @@ def test_nb08_cut_point_names_the_installed_helpers():
     labels = _labels("08-cut-point.svg")
     for name in ("safe_cut", "cut_point"):
         assert name in labels and hasattr(summarize, name)
-    assert "_find_safe_cutoff_point" in labels and hasattr(lc.SummarizationMiddleware, "_find_safe_cutoff_point")
+    assert "_find_safe_cutoff_point" in labels
+    assert hasattr(lc.SummarizationMiddleware, "_find_safe_cutoff_point")
     assert "_determine_cutoff_index" in labels
-    assert "_lc_helper._determine_cutoff_index" in inspect.getsource(DeepSummarization._determine_cutoff_index)
+    delegated = inspect.getsource(DeepSummarization._determine_cutoff_index)
+    assert "_lc_helper._determine_cutoff_index" in delegated
     # the drawn history: H C T C T C T A; keeping the last 4 cuts at 4 (a T), the safe cut is 3
     history = [HumanMessage("q")]
     for k in (1, 2, 3):
-        history += [AIMessage("", tool_calls=[{"name": "t", "args": {}, "id": f"id_{k}", "type": "tool_call"}]),
+        call = {"name": "t", "args": {}, "id": f"id_{k}", "type": "tool_call"}
+        history += [AIMessage("", tool_calls=[call]),
                     ToolMessage("r", tool_call_id=f"id_{k}")]
     history.append(AIMessage("done"))
     assert summarize.safe_cut(history, len(history) - 4) == 3

@@ -34,7 +34,8 @@ def test_q1_accepts_any_trigger_at_or_below_the_window(right):
     ({"trigger": ("tokens", 153_383)}, r"your trigger fires at 153,383 tokens, above the model's "
                                       r"128,000-token window: this run slipped through only because"),
     ({}, r"the fallback trigger fires at 170,000 tokens.*call 9 asked for 153,383 tokens.*overflow fallback"),
-    ({"trigger": ("tokens", 170_000)}, r"call 9 asked for 153,383 tokens — over the window, under the trigger"),
+    ({"trigger": ("tokens", 170_000)},
+     r"call 9 asked for 153,383 tokens — over the window, under the trigger"),
     ({"window": 200_000, "trigger": ("fraction", 0.85)}, r"you told the middleware window=200,000"),
     ({"trigger": ("messages", 12)}, r"counts messages, not tokens"),
     ({"trigger": ("fraction", 0.85)}, r"labkit refuses to build.*no profile"),
