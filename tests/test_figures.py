@@ -65,3 +65,21 @@ def test_nb08_cut_point_names_the_installed_helpers():
     assert summarize.safe_cut(history, len(history) - 4) == 3
     assert lc.SummarizationMiddleware._find_safe_cutoff_point(history, 4) == 3
     assert "messages[4:]" in labels and "messages[3:]" in labels
+
+
+def test_nb05_truncated_argument_states_the_installed_defaults():
+    from labkit import prompts
+    from labkit.offload import TRUNCATED_TOOLS, OffloadMiddleware
+
+    labels = " ".join(_labels("05-truncated-argument.svg").split())
+    params = inspect.signature(OffloadMiddleware).parameters
+    assert "wrap_model_call" in labels and "wrap_model_call" in OffloadMiddleware.__dict__
+    assert f"args_trigger = {params['args_trigger'].default!r}".replace("'", '"') in labels
+    assert f"args_keep = {params['args_keep'].default!r}".replace("'", '"') in labels
+    assert f"the last {params['args_keep'].default[1]} messages" in labels
+    kept = params["arg_max_length"].default // 2
+    assert f"arg_max_length // 2 = {kept:,} characters" in labels
+    assert f"the first {kept:,}" in labels
+    assert " / ".join(TRUNCATED_TOOLS) in labels
+    note = prompts.ARG_TRUNCATED.split("{dropped:,}")[1].split("{path}")[0].strip()
+    assert note in labels
