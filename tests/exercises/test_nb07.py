@@ -1,4 +1,5 @@
-"""The checker of notebook 07's exercise accepts the right answer and rejects wrong ones helpfully."""
+"""The checker of notebook 07's exercise accepts knobs that keep the trigger under the window and
+rejects the others with the reason, in the learner's words."""
 
 from __future__ import annotations
 
@@ -7,29 +8,41 @@ import pytest
 from labkit.exercises import nb07
 
 
-def test_q1_accepts_the_size_of_the_first_request_over_the_window():
-    """Measured: the naive run's requests on a 128k window are 2,213 ... 102,474 tokens, then
-    153,383 (call 9, refused). With a ('tokens', n) trigger above every earlier request, nothing
-    compacts before call 9, so call 9 is saved exactly when 153,383 >= n. After that compaction
-    (keep: the fallback's 6 messages) every request is small. So the answer is 153,383 — found here
-    by running, as the solution does."""
+def test_q1_accepts_the_solution():
+    """The solution's trigger, 100,000 tokens, is under the 128,000-token window: every request the
+    middleware sends uncompacted is under 100,000, so none can be refused (measured: two
+    compactions, both by the trigger, no refused call)."""
     answer = nb07.q1.solve()
-    assert answer == 153_383
-    assert nb07.refused(answer) is None and nb07.refused(answer + 1) == (9, 153_383)
-    assert nb07.q1.check(answer) == nb07.q1.check(float(answer)) == "Correct!"
+    assert nb07.q1.require(answer) == "Correct!"
+    said = nb07.outcome(tuple(sorted(answer.items())))
+    assert said["refused"] == []
+    assert set(said["reasons"]) == {"trigger"}
+
+
+@pytest.mark.parametrize("right", [
+    {"trigger": ("tokens", 100_000)},
+    {"trigger": ("tokens", 128_000)},
+    {"trigger": ("tokens", 60_000), "keep": ("tokens", 10_000)},
+    {"window": 128_000, "trigger": ("fraction", 0.85), "keep": ("fraction", 0.10)},
+])
+def test_q1_accepts_any_trigger_at_or_below_the_window(right):
+    assert nb07.q1.require(right) == "Correct!"
 
 
 @pytest.mark.parametrize("wrong, says", [
-    (153_384, r"call 9 is refused: its 153,383-token request is over the 128,000-token window"),
-    (170_000, r"with the fallback itself call 9 is refused"),
-    (128_000, r"so does trigger=\('tokens', 128,001\): find the largest"),
-    (100_000, r"so does trigger=\('tokens', 100,001\)"),
-    (("tokens", 153_383), "n alone"),
-    (153_383.5, "whole number of tokens"),
-    ("153383", "whole number of tokens"),
-    (True, "whole number of tokens"),
-    (0, "n > 0"),
-    (-5, "n > 0"),
+    # the old accepted answer: the run survives, but only by the luck of this trajectory
+    ({"trigger": ("tokens", 153_383)}, r"your trigger fires at 153,383 tokens, above the model's "
+                                      r"128,000-token window: this run slipped through only because"),
+    ({}, r"the fallback trigger fires at 170,000 tokens.*call 9 asked for 153,383 tokens.*overflow fallback"),
+    ({"trigger": ("tokens", 170_000)},
+     r"call 9 asked for 153,383 tokens — over the window, under the trigger"),
+    ({"window": 200_000, "trigger": ("fraction", 0.85)}, r"you told the middleware window=200,000"),
+    ({"trigger": ("messages", 12)}, r"counts messages, not tokens"),
+    ({"trigger": ("fraction", 0.85)}, r"labkit refuses to build.*no profile"),
+    ({"trigger": ("tokens", 100_000), "keep": ("tokens", 100_000)}, r"labkit refuses to build.*keep"),
+    ({"trigger": ("tokens", 100_000), "model": "x"}, r"'model' is not one"),
+    (("tokens", 100_000), r"dict of knobs, such as \{'trigger': \('tokens', 100000\)\}"),
+    (100_000, r"answer with a dict of knobs"),
 ])
 def test_q1_rejects_wrong_answers_with_a_reason(wrong, says):
     with pytest.raises(AssertionError, match=f"Not yet: .*{says}"):

@@ -1,0 +1,85 @@
+"""The diagrams say what the installed code does: the names in their labels are read from it."""
+
+from __future__ import annotations
+
+import inspect
+import re
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+FIGURES = Path(__file__).resolve().parents[1] / "notebooks" / "figures"
+SVG = "{http://www.w3.org/2000/svg}"
+
+
+def _labels(name: str) -> str:
+    """Every <text> label of a figure, one per line."""
+    root = ET.parse(FIGURES / name).getroot()
+    return "\n".join("".join(t.itertext()) for t in root.iter(f"{SVG}text"))
+
+
+def test_nb04_offload_stub_names_the_installed_paths_hooks_and_limits():
+    from deepagents.middleware.filesystem import NUM_CHARS_PER_TOKEN, FilesystemMiddleware
+
+    from labkit import offload, prompts
+    from labkit.offload import OffloadMiddleware
+
+    labels = _labels("04-offload-stub.svg")
+    assert f"{offload.RESULTS_DIR}/<tool_call_id>" in labels
+    assert offload.result_path("call_1").startswith(offload.RESULTS_DIR + "/")
+    assert "OffloadMiddleware" in labels and "wrap_tool_call" in OffloadMiddleware.__dict__
+    tool_limit = inspect.signature(OffloadMiddleware).parameters["tool_limit"].default
+    deep_limit = inspect.signature(FilesystemMiddleware).parameters["tool_token_limit_before_evict"].default
+    assert f"labkit: {tool_limit:,} BPE tokens" in labels
+    assert f"deepagents: {NUM_CHARS_PER_TOKEN * deep_limit:,} characters" in labels
+    assert offload.END_MARK in labels and f"{offload.LINE_LIMIT:,} characters" in labels
+    stub_start = prompts.OFFLOAD_RESULT_STUB.split("({tokens")[0].strip()
+    assert stub_start in " ".join(labels.split())
+    tools = {t.name for t in FilesystemMiddleware().tools}
+    for call in re.findall(r"(\w+)\((?:pattern|file_path)", labels):
+        assert call in tools
+    assert {"grep", "read_file"} <= set(offload.EXEMPT_TOOLS)
+
+
+def test_nb08_cut_point_names_the_installed_helpers():
+    import langchain.agents.middleware.summarization as lc
+    from deepagents.middleware.summarization import SummarizationMiddleware as DeepSummarization
+    from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+
+    from labkit import summarize
+
+    labels = _labels("08-cut-point.svg")
+    for name in ("safe_cut", "cut_point"):
+        assert name in labels and hasattr(summarize, name)
+    assert "_find_safe_cutoff_point" in labels
+    assert hasattr(lc.SummarizationMiddleware, "_find_safe_cutoff_point")
+    assert "_determine_cutoff_index" in labels
+    delegated = inspect.getsource(DeepSummarization._determine_cutoff_index)
+    assert "_lc_helper._determine_cutoff_index" in delegated
+    # the drawn history: H C T C T C T A; keeping the last 4 cuts at 4 (a T), the safe cut is 3
+    history = [HumanMessage("q")]
+    for k in (1, 2, 3):
+        call = {"name": "t", "args": {}, "id": f"id_{k}", "type": "tool_call"}
+        history += [AIMessage("", tool_calls=[call]),
+                    ToolMessage("r", tool_call_id=f"id_{k}")]
+    history.append(AIMessage("done"))
+    assert summarize.safe_cut(history, len(history) - 4) == 3
+    assert lc.SummarizationMiddleware._find_safe_cutoff_point(history, 4) == 3
+    assert "messages[4:]" in labels and "messages[3:]" in labels
+
+
+def test_nb05_truncated_argument_states_the_installed_defaults():
+    from labkit import prompts
+    from labkit.offload import TRUNCATED_TOOLS, OffloadMiddleware
+
+    labels = " ".join(_labels("05-truncated-argument.svg").split())
+    params = inspect.signature(OffloadMiddleware).parameters
+    assert "wrap_model_call" in labels and "wrap_model_call" in OffloadMiddleware.__dict__
+    assert f"args_trigger = {params['args_trigger'].default!r}".replace("'", '"') in labels
+    assert f"args_keep = {params['args_keep'].default!r}".replace("'", '"') in labels
+    assert f"the last {params['args_keep'].default[1]} messages" in labels
+    kept = params["arg_max_length"].default // 2
+    assert f"arg_max_length // 2 = {kept:,} characters" in labels
+    assert f"the first {kept:,}" in labels
+    assert " / ".join(TRUNCATED_TOOLS) in labels
+    note = prompts.ARG_TRUNCATED.split("{dropped:,}")[1].split("{path}")[0].strip()
+    assert note in labels
