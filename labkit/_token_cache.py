@@ -16,7 +16,7 @@ from typing import Any
 from langchain_core.messages import BaseMessage
 
 __all__ = ["OBJECT_CACHE_SIZE", "TEXT_CACHE_CHARS", "TOOL_CACHE_SIZE", "SameObjects", "TextTokens",
-           "ToolTokens", "tool_shape"]
+           "ToolTokens", "openai_schema", "tool_shape"]
 
 OBJECT_CACHE_SIZE = 20_000  # messages remembered by identity; cleared when full (it holds them)
 TOOL_CACHE_SIZE = 1024  # tool schemas remembered, least recently used dropped first
@@ -132,3 +132,16 @@ class ToolTokens:
         if len(self._lru) > self.size:
             self._lru.popitem(last=False)
         return n
+
+
+_SCHEMAS = ToolTokens()  # the same LRU and keys, holding schemas instead of counts
+
+
+def openai_schema(tool: Any, convert: Callable[[Any], dict]) -> dict:
+    """``convert(tool)`` — langchain's ``convert_to_openai_tool`` — once per distinct tool.
+
+    What it buys: ``create_agent`` binds the tools again on every model call, and converting ten
+    tools takes ~2 ms; the same tool rebuilt for the next run is a hit too (``tool_shape``). The
+    schema returned is shared: callers must not change it.
+    """
+    return _SCHEMAS.get(tool, "openai", lambda: convert(tool))

@@ -28,6 +28,7 @@ from langchain_core.runnables import Runnable
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import Field, PrivateAttr, SecretStr, field_validator
 
+from labkit._token_cache import openai_schema
 from labkit.model._context import is_summary_prompt, plain, read_view
 from labkit.model.behaviour import act, summary_reply
 from labkit.model.history import check_history
@@ -173,7 +174,7 @@ class LabModel(BaseChatModel):
                    **kwargs: Any) -> Runnable[LanguageModelInput, AIMessage]:
         """Bind tools as OpenAI-style schemas. ``tool_choice`` may be ``"auto"``, ``"none"``,
         ``"any"``/``"required"``/``True`` (some tool must be called) or a tool's name."""
-        schemas = [convert_to_openai_tool(t) for t in tools]
+        schemas = [openai_schema(t, convert_to_openai_tool) for t in tools]
         names = [s["function"]["name"] for s in schemas]
         if isinstance(tool_choice, dict):
             tool_choice = tool_choice.get("function", {}).get("name") or tool_choice.get("name")

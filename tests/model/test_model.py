@@ -23,6 +23,7 @@ from langchain.agents.middleware.summarization import DEFAULT_SUMMARY_PROMPT
 from langchain_core.exceptions import ContextOverflowError
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage, get_buffer_string
 from langchain_core.tools import tool
+from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import BaseModel
 
 from labkit import prompts, scenario
@@ -148,6 +149,15 @@ def test_tool_choice_by_name_restricts_the_scenario_step_to_that_tool():
 def test_tool_choice_none_means_no_tool_call():
     reply = ask([HumanMessage(scenario.REQUEST)], tool_choice="none")
     assert reply.tool_calls == [] and reply.content
+
+
+def test_bind_tools_converts_each_distinct_tool_once():
+    """create_agent binds the tools again on every model call: the schemas are langchain's own,
+    converted once — the same tools rebuilt for another run are not converted again."""
+    first = LabModel().bind_tools(DATA_TOOLS).kwargs["tools"]
+    again = LabModel().bind_tools(scenario.tools()).kwargs["tools"]
+    assert first == [convert_to_openai_tool(t) for t in DATA_TOOLS], "langchain's schemas, unchanged"
+    assert all(a is b for a, b in zip(first, again, strict=True)), "rebuilt tools reuse the schemas"
 
 
 def test_tool_choice_naming_an_unbound_tool_is_a_clear_error():
