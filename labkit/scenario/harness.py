@@ -18,8 +18,8 @@ from deepagents.backends.utils import create_file_data
 from deepagents.middleware.filesystem import FilesystemMiddleware
 from langchain.agents import create_agent
 from langchain_core.messages import HumanMessage
-from langgraph.checkpoint.memory import InMemorySaver
 
+from labkit._checkpoint import LatestSaver
 from labkit.scenario.data import tools
 from labkit.scenario.results import Run
 from labkit.scenario.texts import TURNS
@@ -54,7 +54,9 @@ def _seed_files(files: dict[str, Any] | None) -> dict[str, Any]:
 def agent(model, middleware: Sequence = (), harness: str = "agent", *, news_language: str = "en",
           export_scale: float = 1.0, **agent_kwargs):
     """The compiled agent :func:`run` drives, with the scenario's two data tools and its own
-    ``InMemorySaver``. Notebook 10 builds it to stream a run (``.stream`` / ``.astream_events``).
+    checkpointer (langgraph's ``InMemorySaver`` keeping the latest checkpoint only,
+    ``labkit._checkpoint``: a long run's memory stays flat). Notebook 10 builds it to stream a
+    run (``.stream`` / ``.astream_events``).
 
     ``harness="agent"`` is langchain's ``create_agent`` with deepagents' ``FilesystemMiddleware``
     first, its eviction switched off (nothing is offloaded unless one of your ``middleware`` does
@@ -74,11 +76,11 @@ def agent(model, middleware: Sequence = (), harness: str = "agent", *, news_lang
     data_tools = tools(news_language, export_scale)
     if harness == "deep":
         return create_deep_agent(model, tools=data_tools, middleware=list(middleware),
-                                 checkpointer=InMemorySaver(), **agent_kwargs)
+                                 checkpointer=LatestSaver(), **agent_kwargs)
     fs = FilesystemMiddleware(tool_token_limit_before_evict=None,
                               human_message_token_limit_before_evict=None)
     return create_agent(model, tools=data_tools, middleware=[fs, *middleware],
-                        checkpointer=InMemorySaver(), **agent_kwargs)
+                        checkpointer=LatestSaver(), **agent_kwargs)
 
 
 def run(

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+from deepagents.middleware.filesystem import FilesystemMiddleware
+from langchain.agents import create_agent
 from langchain_core.exceptions import ContextOverflowError
+from langchain_core.messages import HumanMessage
+from langgraph.checkpoint.memory import InMemorySaver
 
 from labkit import LabModel, scenario
+from labkit._checkpoint import LatestSaver
 
 
 def test_deep_agent_runs_the_scenario_to_completion():
@@ -40,3 +45,28 @@ def test_deepagents_own_summarization_fires_on_a_small_window_and_the_run_surviv
 def test_without_the_harness_the_same_window_overflows():
     run = scenario.run(LabModel(window=60_000))
     assert isinstance(run.error, ContextOverflowError)
+
+
+def test_a_run_keeps_one_message_list_and_loses_nothing():
+    """scenario.run's checkpointer keeps one version of each plain channel — the message list is
+    stored once, not once per step — and the run is the one langgraph's InMemorySaver gives,
+    message for message and file for file."""
+    graph = scenario.agent(LabModel(window=1_000_000))
+    config = {"configurable": {"thread_id": "t"}, "recursion_limit": 200}
+    for text in scenario.TURNS:
+        graph.invoke({"messages": [HumanMessage(text)]}, config=config)
+    saver = graph.checkpointer
+    assert isinstance(saver, LatestSaver), "the scenario's agents use LatestSaver"
+    kept = [k for k in saver.blobs if k[2] == "messages"]
+    assert len(kept) == 1, f"the message list is kept once, not {len(kept)} times"
+    reference = create_agent(LabModel(window=1_000_000), tools=scenario.tools(),
+                             middleware=[FilesystemMiddleware(tool_token_limit_before_evict=None,
+                                                              human_message_token_limit_before_evict=None)],
+                             checkpointer=InMemorySaver())
+    for text in scenario.TURNS:
+        reference.invoke({"messages": [HumanMessage(text)]}, config=config)
+    ours, theirs = graph.get_state(config).values, reference.get_state(config).values
+    assert [m.content for m in ours["messages"]] == [m.content for m in theirs["messages"]], "same run"
+    content = {path: data["content"] for path, data in theirs["files"].items()}
+    assert {path: data["content"] for path, data in ours["files"].items()} == content, "the same files"
+    assert len(list(reference.get_state_history(config))) > 10, "InMemorySaver keeps every checkpoint"
