@@ -38,3 +38,31 @@ def test_nb09_view_and_archive_names_are_installed():
     assert re.search(r'f"\{_root\}/conversation_history"', source)
     assert "[summary_message, *messages[cutoff_index:]]" in text
     assert f'state["{policy.EVENTS_KEY}"]' in text, "labkit's event key"
+
+
+def test_nb11_trigger_and_wall_are_the_installed_fallback():
+    from deepagents.middleware import summarization as da
+    from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+
+    from labkit.summarize import middleware as lk
+
+    labels = _labels("11-trigger-and-wall.svg")
+    text = "\n".join(labels)
+    wrap = inspect.getsource(lk.SummarizeMiddleware.wrap_model_call)
+    assert "SummarizeMiddleware.wrap_model_call" in labels
+    assert wrap.count("handler(") == 2, "one call, and one retry after an overflow"
+    assert "_on_overflow" in wrap
+    assert "_on_overflow: compact, forced" in labels
+    overflow = inspect.getsource(lk.SummarizeMiddleware._on_overflow)
+    assert '"overflow"' in overflow
+    assert 'event, reason "overflow"' in labels
+    assert "nothing is left to compact" in overflow
+    assert "nothing is left to compact," in labels
+    assert '"trigger"' in inspect.getsource(lk.SummarizeMiddleware._before)
+    assert 'event, reason "trigger"' in labels
+    assert "ContextOverflowError" in text
+    no_profile = GenericFakeChatModel(messages=iter([]))
+    assert da.compute_summarization_defaults(no_profile)["trigger"] == ("tokens", 170_000)
+    assert "trigger: 170,000" in labels
+    assert "_call_with_budget" in inspect.getsource(da.SummarizationMiddleware)
+    assert "_call_with_budget" in text
