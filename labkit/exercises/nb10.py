@@ -43,8 +43,8 @@ class _ThisWeek(AgentMiddleware):
     def wrap_tool_call(self, request, handler):
         result = handler(request)
         if request.tool_call["name"] == "fetch_market_data":
-            old = f"kpi,{TICKER},{KPI},{_figures()[(TICKER, KPI)]}"
-            result = result.model_copy(update={"content": result.content.replace(old, f"kpi,{TICKER},{KPI},{THIS_WEEK}")})
+            old, new = (f"kpi,{TICKER},{KPI},{value}" for value in (_figures()[(TICKER, KPI)], THIS_WEEK))
+            result = result.model_copy(update={"content": result.content.replace(old, new)})
         return result
 
 
@@ -125,7 +125,8 @@ q1 = Exercise(
         "the lines of week.files[path] that start with that prefix.",
     ],
     solution_text="path = re.search(r'word for word, in (\\S+)', week.view[0].content).group(1)\n"
-                  f"line = next(l for l in week.files[path].splitlines() if l.startswith('kpi,{TICKER},{KPI},'))\n"
+                  f"line = next(l for l in week.files[path].splitlines()\n"
+                  f"            if l.startswith('kpi,{TICKER},{KPI},'))\n"
                   "answer = line.split(',')[-1]",
     given=_names,
 )
