@@ -4,6 +4,9 @@
 #   make test    set everything up, then lint (ruff, configured in pyproject.toml) and run the whole
 #                test suite (what CI runs; under CI, as root, it also apt-get installs Debian's
 #                chromium for the browser test)
+#   make bench   set everything up, then run every benchmark in bench/ (a few minutes; CPU time,
+#                medians): it ends with one line, `bench: middleware_vs_floor=... first_plot_s=...`
+#                (bench/README.md). Run it on a quiet machine; BENCH_ARGS=--quick checks the driver.
 #
 # Setup, done once and redone only when uv.lock or pyproject.toml changes:
 #   1. check that $(PYTHON) is Python >= 3.11;
@@ -26,10 +29,11 @@ SYNCED := $(VENV)/.labkit-synced
 PYTEST_JOBS ?= 2
 PYTEST_ARGS ?=
 LAB_ARGS ?=
+BENCH_ARGS ?=
 
 export UV_PYTHON_DOWNLOADS := never
 
-.PHONY: lab test setup lock clean
+.PHONY: lab test bench setup lock clean
 
 lab: $(SYNCED)
 	@flags="--ip=127.0.0.1"; \
@@ -51,6 +55,9 @@ test: $(SYNCED)
 	fi
 	$(VENV)/bin/ruff check labkit tests bench scripts
 	$(VENV)/bin/python -m pytest -n $(PYTEST_JOBS) --dist loadfile $(PYTEST_ARGS)
+
+bench: $(SYNCED)
+	$(VENV)/bin/python bench/run_all.py $(BENCH_ARGS)
 
 setup: $(SYNCED)
 

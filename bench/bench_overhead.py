@@ -1,154 +1,312 @@
-"""Benchmark: labkit's harness overhead per model call, against deepagents' default stack.
+"""Benchmark: the CPU labkit's middleware and agent loop spend per run, against a floor and deepagents.
 
-The design target: labkit's harness overhead per model call is below deepagents' default stack
-on the same run. Run it as a plain script (timings are never asserted in the test suite):
+Run it as a plain script (timings are never asserted in the test suite):
 
-    .venv/bin/python bench/bench_overhead.py [--windows 128000,32000] [--repeats 7]
+    .venv/bin/python bench/bench_overhead.py [--windows 128000,60000,32000] [--repeats 7]
 
-Each stack runs the running example (``scenario.run``, all three user turns) on a fresh lab model:
+Each stack runs the running example as ``labkit.evals.trial`` runs it (``scenario.run``, the three
+user turns, the user re-sending a turn at most twice) on a fresh lab model, for each window:
 
-* **labkit** — ``create_agent`` with labkit's middleware, offload first: ``OffloadMiddleware``,
-  ``SummarizeMiddleware``, and the ``Recorder`` that ``scenario.run`` always puts last (plus the
-  deepagents ``FilesystemMiddleware``, eviction off, that gives the agent its file tools);
-* **deepagents** — ``create_deep_agent``'s whole default stack (with the same ``Recorder``);
-* **bare** (a floor, for reference) — ``create_agent`` with the file tools and the ``Recorder``
-  only, on a 1,000,000-token window so the run does not overflow.
+* **labkit** — labkit's recommended setting (``evals.Setting(window=...)``: ``create_agent`` with
+  ``OffloadMiddleware`` then ``SummarizeMiddleware``, deepagents' file tools, eviction off);
+* **deepagents** — ``create_deep_agent``'s whole default stack, untouched.
 
-Harness overhead is the wall time of the run minus the model's own time, per model call (the
-agent's calls and the summary calls alike). The model's own time is measured in place: the lab
-model is subclassed to add up the time spent inside its ``_generate`` / ``_stream``, so it is the
-same model code on exactly the message lists (and tool schemas) that ``model.calls`` records — what
-is left is langchain's model wrapper, langgraph's loop, the tools and every middleware. Each
-number is the median of ``--repeats`` runs; the stacks take turns within each repeat so a busy
-machine slows them alike, and the labkit / deepagents ratio is the number to quote.
+Both get the same ``Recorder`` (``scenario.run`` puts it last). Every figure is CPU time
+(``time.process_time``, the whole process), attributed *exclusively*: a clock follows which code
+is running — a middleware hook's own code, the model's ``_generate``, the agent's construction, or
+everything else (langgraph's loop, langchain's model node and ``bind_tools``, the tools, the
+checkpointer) — and a middleware's ``handler(...)`` call is charged to whatever runs inside it, not
+to the middleware. Two figures:
+
+* ``middleware_vs_floor`` — labkit's middleware CPU per run (the own code of ``OffloadMiddleware``,
+  ``SummarizeMiddleware`` and the ``Recorder``: every hook, the summary call's model time excluded)
+  divided by **the floor**: on the same run's messages (the same window, collected from one more
+  run of the same deterministic trajectory with ``Recorder(keep_requests=True)`` and a spy on the raw
+  tool results), one ``labkit.tokens.TokenCounter`` counts each distinct message once — every
+  message of every request, the system messages, the raw tool results before offloading and the
+  final state's messages — and each distinct tool schema is converted and counted once; then each
+  model call's request size is summed from those counts (the arithmetic). Median of ``--repeats``.
+* ``loop_vs_deepagents`` — the whole agent loop's CPU per model call (agent calls and summary calls
+  alike): the run's CPU minus the agent's construction, minus the model's own ``_generate``, minus
+  the ``Recorder`` (the measuring instrument, in both stacks: under deepagents it BPE-counts the
+  exports deepagents keeps in context, which is not deepagents' cost), for labkit's stack over
+  deepagents' default stack. Medians; the two stacks alternate within each repeat.
+
+Each figure is reported for the worst window. What it leaves out: wall time (a shared machine), the
+model's own work (the lab model stands in for a provider), the agent's construction (once per
+agent, not per call) and memory (a long run's growth: ``bench_counting.py`` and the tests).
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import gc
+import json
 import statistics
 import time
+from collections import defaultdict
 from collections.abc import Callable
-from dataclasses import dataclass
 
-from pydantic import PrivateAttr
+from langchain.agents.middleware import AgentMiddleware
+from langchain_core.utils.function_calling import convert_to_openai_tool
+from langgraph.types import Command
 
-from labkit import scenario
+from labkit import evals, scenario
+from labkit._token_cache import tool_shape
 from labkit.model import LabModel
-from labkit.offload import OffloadMiddleware
-from labkit.summarize import SummarizeMiddleware
+from labkit.scenario import harness
+from labkit.tokens import TokenCounter
+from labkit.trace import Recorder
+
+WINDOWS = (128_000, 60_000, 32_000)
+HOOKS = ("before_agent", "before_model", "after_model", "after_agent", "wrap_model_call", "wrap_tool_call")
+
+
+def recommended(window: int) -> evals.Setting:
+    """labkit's recommended setting, as ``labkit.evals`` defines it (the ``Setting`` defaults)."""
+    return evals.Setting("labkit recommended", window=window)
+
+
+def deepagents_defaults(window: int) -> evals.Setting:
+    return evals.Setting("deepagents defaults", middleware="deepagents", window=window)
+
+
+class Clock:
+    """Exclusive CPU time per label: time goes to the label on top of the stack, or to nobody."""
+
+    def __init__(self) -> None:
+        self.totals: dict[str, float] = defaultdict(float)
+        self.stack: list[str] = []
+        self.last = time.process_time()
+
+    def _switch(self) -> None:
+        now = time.process_time()
+        if self.stack:
+            self.totals[self.stack[-1]] += now - self.last
+        self.last = now
+
+    def push(self, label: str) -> None:
+        self._switch()
+        self.stack.append(label)
+
+    def pop(self) -> None:
+        self._switch()
+        self.stack.pop()
+
+
+CLOCK: Clock | None = None  # the clock of the run being timed (one run at a time)
+
+
+def _push(label: str) -> None:
+    if CLOCK is not None:
+        CLOCK.push(label)
+
+
+def _pop() -> None:
+    if CLOCK is not None:
+        CLOCK.pop()
+
+
+def _timed_hook(label: str, hook: Callable, wraps_handler: bool) -> Callable:
+    @functools.wraps(hook)  # keeps hook_config's attributes (can_jump_to)
+    def timed(self, *args, **kwargs):
+        if wraps_handler:  # wrap_model_call / wrap_tool_call: the handler is not the middleware's
+            request, handler = args
+
+            def inner(req):
+                _pop()
+                try:
+                    return handler(req)
+                finally:
+                    _push(label)
+            args = (request, inner)
+        _push(label)
+        try:
+            return hook(self, *args, **kwargs)
+        finally:
+            _pop()
+    return timed
+
+
+@functools.cache
+def _timed_class(cls: type, label: str) -> type:
+    """``cls`` with each sync hook it defines timed under ``label`` (same name: middleware are
+    matched by name)."""
+    ns = {h: _timed_hook(label, getattr(cls, h), h.startswith("wrap_")) for h in HOOKS
+          if getattr(cls, h) is not getattr(AgentMiddleware, h)}
+    return type(cls.__name__, (cls,), ns)
+
+
+def timed(middleware: AgentMiddleware, label: str) -> AgentMiddleware:
+    middleware.__class__ = _timed_class(type(middleware), label)
+    return middleware
 
 
 class TimedLabModel(LabModel):
-    """The lab model, adding up the seconds spent inside its own generation."""
-
-    _seconds: float = PrivateAttr(default=0.0)
-
-    @property
-    def seconds(self) -> float:
-        return self._seconds
+    """The lab model, its own generation timed under ``"model"``."""
 
     def _generate(self, *args, **kwargs):
-        start = time.perf_counter()
+        _push("model")
         try:
             return super()._generate(*args, **kwargs)
         finally:
-            self._seconds += time.perf_counter() - start
-
-    def _stream(self, *args, **kwargs):
-        chunks = super()._stream(*args, **kwargs)
-        while True:
-            start = time.perf_counter()
-            try:
-                chunk = next(chunks)
-            except StopIteration:
-                return
-            finally:
-                self._seconds += time.perf_counter() - start
-            yield chunk
+            _pop()
 
 
-def labkit_stack(window: int):
-    model = TimedLabModel(window=window)
-    return model, lambda: scenario.run(model, middleware=[OffloadMiddleware(), SummarizeMiddleware(model)])
+def _timed_agent(build: Callable) -> Callable:
+    @functools.wraps(build)
+    def agent(*args, **kwargs):
+        _push("construction")
+        try:
+            return build(*args, **kwargs)
+        finally:
+            _pop()
+    return agent
 
 
-def deepagents_stack(window: int):
-    model = TimedLabModel(window=window)
-    return model, lambda: scenario.run(model, harness="deep")
+def run_once(setting: evals.Setting, recorder: Recorder | None = None, extra: tuple = ()):
+    """``evals.trial(setting)`` on a ``TimedLabModel``, labkit's middleware timed; ``(run, model)``."""
+    model = TimedLabModel(window=setting.window)
+    stack = [timed(m, "labkit middleware") if setting.middleware == "labkit" else m
+             for m in evals._middleware(setting, model)]
+    recorder = recorder or timed(Recorder(), "recorder")
+    run = scenario.run(model, middleware=[*stack, *extra], harness=setting.harness, recorder=recorder,
+                       turns=evals.reminded(scenario.TURNS, model, setting.reminders))
+    return run, model
 
 
-def bare_stack(window: int):
-    model = TimedLabModel(window=1_000_000)
-    return model, lambda: scenario.run(model)
-
-
-STACKS: dict[str, Callable] = {"labkit": labkit_stack, "deepagents": deepagents_stack, "bare": bare_stack}
-
-
-@dataclass
-class Sample:
-    wall: float
-    model: float
-    calls: int
-    summary_calls: int
-    ok: bool
-
-    @property
-    def overhead_ms(self) -> float:
-        return (self.wall - self.model) / self.calls * 1000
-
-    @property
-    def model_ms(self) -> float:
-        return self.model / self.calls * 1000
-
-
-def sample(stack: Callable, window: int) -> Sample:
-    """One timed run of ``stack`` on a fresh model."""
-    model, go = stack(window)
+def sample(setting: evals.Setting) -> dict:
+    """One timed run: CPU ms by label, and the model calls."""
+    global CLOCK
     gc.collect()
-    start = time.perf_counter()
-    run = go()
-    wall = time.perf_counter() - start
-    summaries = sum(c.kind == "summary" for c in model.calls)
-    ok = run.error is None and run.score.goal_completed and run.score.needle_correct
-    return Sample(wall, model.seconds, len(model.calls), summaries, ok)
+    original, harness.agent = harness.agent, _timed_agent(harness.agent)
+    CLOCK = clock = Clock()
+    start = time.process_time()
+    try:
+        run, model = run_once(setting)
+    finally:
+        total = time.process_time() - start
+        CLOCK, harness.agent = None, original
+    t = {k: v * 1000 for k, v in clock.totals.items()}
+    calls = len(model.calls)
+    loop = total * 1000 - t.get("construction", 0) - t.get("model", 0) - t.get("recorder", 0)
+    return {"calls": calls, "summaries": sum(c.kind == "summary" for c in model.calls),
+            "middleware ms": t.get("labkit middleware", 0) + t.get("recorder", 0),
+            "recorder ms": t.get("recorder", 0), "model ms": t.get("model", 0),
+            "construction ms": t.get("construction", 0), "loop ms/call": loop / calls,
+            "ok": run.error is None and run.score.goal_completed and run.score.needle_correct}
+
+
+class _Spy(AgentMiddleware):
+    """Innermost on tool calls: keeps each raw tool result, before any middleware edits it."""
+
+    name = "bench.ToolSpy"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.results: list = []
+
+    def wrap_tool_call(self, request, handler):
+        result = handler(request)
+        self.results.append(result)
+        return result
+
+
+def trajectory(setting: evals.Setting) -> tuple[list, list, list[list[int]]]:
+    """The run's distinct messages, its distinct tools, and each model call's request as indices
+    into them (message indices, then tool indices offset by the number of messages)."""
+    rec, spy = Recorder(keep_requests=True), _Spy()
+    run, _ = run_once(setting, recorder=rec, extra=(spy,))
+    messages, index = [], {}
+
+    def add(m) -> int:
+        if id(m) not in index:
+            index[id(m)] = len(messages)
+            messages.append(m)
+        return index[id(m)]
+    tools, tool_index = [], {}
+    requests = []
+    for r in rec.records:
+        req = r.request
+        ids = [add(m) for m in req.messages] + ([add(req.system)] if req.system is not None else [])
+        for t in req.tools:
+            key = (json.dumps(t, sort_keys=True, default=str) if isinstance(t, dict)
+                   else tool_shape(t) or id(t))  # a tool copied for each call is one tool
+            if key not in tool_index:
+                tool_index[key] = len(tools)
+                tools.append(t)
+            ids.append(-1 - tool_index[key])
+        requests.append(ids)
+    for m in run.messages:
+        add(m)
+    for result in spy.results:
+        for m in (result.update or {}).get("messages", []) if isinstance(result, Command) else [result]:
+            add(m)
+    return messages, tools, requests
+
+
+def floor_ms(messages: list, tools: list, requests: list[list[int]]) -> float:
+    """CPU ms of the floor: each distinct message counted once, each distinct tool schema converted
+    and counted once, then each request's size summed from those counts."""
+    start = time.process_time()
+    counter = TokenCounter()
+    sizes = [counter.message(m) for m in messages]
+    tool_sizes = [counter.text(json.dumps(t["function"] if isinstance(t, dict) and "function" in t
+                                          else convert_to_openai_tool(t)["function"], ensure_ascii=False))
+                  for t in tools]
+    totals = [sum(sizes[i] if i >= 0 else tool_sizes[-1 - i] for i in ids) for ids in requests]
+    assert totals  # the arithmetic is done, not optimised away
+    return (time.process_time() - start) * 1000
+
+
+def measure(windows=WINDOWS, repeats: int = 7) -> dict[str, float]:
+    """Print a table per window; return the worst window's ``middleware_vs_floor`` and
+    ``loop_vs_deepagents``."""
+    settings = {"labkit": recommended, "deepagents": deepagents_defaults}
+    for make in settings.values():  # warm imports, the tokenizer, the data and the caches
+        sample(make(windows[0]))
+    worst = {"middleware_vs_floor": 0.0, "loop_vs_deepagents": 0.0}
+    print(f"CPU time (process_time), exclusive per part; medians of {repeats} runs per stack, "
+          "stacks interleaved")
+    for window in windows:
+        traj = trajectory(recommended(window))
+        samples: dict[str, list[dict]] = {name: [] for name in settings}
+        floors = []
+        for _ in range(repeats):
+            for name, make in settings.items():
+                samples[name].append(sample(make(window)))
+            gc.collect()
+            floors.append(floor_ms(*traj))
+        med = {name: {k: statistics.median(s[k] for s in runs) for k in runs[0] if k != "ok"}
+               for name, runs in samples.items()}
+        floor = statistics.median(floors)
+        print()
+        print(f"window {window:,} tokens; floor ({len(traj[0])} distinct messages, {len(traj[1])} tools, "
+              f"{len(traj[2])} requests): {floor:.1f} ms")
+        print(f"{'stack':<12}{'calls':>6}{'summary':>8}{'middleware ms':>14}{'recorder ms':>12}"
+              f"{'model ms':>10}{'built ms':>10}{'loop ms/call':>13}{'completed':>10}")
+        for name, m in med.items():
+            ok = all(s["ok"] for s in samples[name])
+            print(f"{name:<12}{m['calls']:>6.0f}{m['summaries']:>8.0f}{m['middleware ms']:>14.1f}"
+                  f"{m['recorder ms']:>12.1f}{m['model ms']:>10.1f}{m['construction ms']:>10.1f}"
+                  f"{m['loop ms/call']:>13.2f}{'yes' if ok else 'NO':>10}")
+        vs_floor = med["labkit"]["middleware ms"] / floor
+        vs_deep = med["labkit"]["loop ms/call"] / med["deepagents"]["loop ms/call"]
+        print(f"middleware_vs_floor {vs_floor:.2f} (goal <= 1.25); loop_vs_deepagents {vs_deep:.2f} "
+              "(goal <= 1)")
+        worst = {"middleware_vs_floor": max(worst["middleware_vs_floor"], vs_floor),
+                 "loop_vs_deepagents": max(worst["loop_vs_deepagents"], vs_deep)}
+    return worst
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--windows", default="128000,32000",
-                        help="comma-separated context windows, in tokens (default: 128000,32000)")
-    parser.add_argument("--repeats", type=int, default=7, help="timed runs per stack and window")
+    parser.add_argument("--windows", default=",".join(str(w) for w in WINDOWS),
+                        help="comma-separated context windows, in tokens (default: 128000,60000,32000)")
+    parser.add_argument("--repeats", type=int, default=7, help="timed runs per stack and window (>= 5)")
     args = parser.parse_args()
-    windows = [int(w) for w in args.windows.split(",")]
-
-    for stack in STACKS.values():  # warm imports, the tokenizer and the data before timing
-        sample(stack, windows[0])
-    print(f"harness overhead per model call: run wall time minus the model's own time, divided by "
-          f"the model calls; median of {args.repeats}")
-    for window in windows:
-        samples: dict[str, list[Sample]] = {name: [] for name in STACKS}
-        for _ in range(args.repeats):
-            for name, stack in STACKS.items():
-                samples[name].append(sample(stack, window))
-        print()
-        print(f"window {window:,} tokens (bare: 1,000,000)")
-        print(f"{'stack':<12}{'calls':>7}{'summary':>9}{'run ms':>9}{'model ms/call':>15}"
-              f"{'overhead ms/call':>18}{'completed':>11}")
-        overhead = {}
-        for name, runs in samples.items():
-            overhead[name] = statistics.median(s.overhead_ms for s in runs)
-            print(f"{name:<12}{runs[0].calls:>7}{runs[0].summary_calls:>9}"
-                  f"{statistics.median(s.wall for s in runs) * 1000:>9.0f}"
-                  f"{statistics.median(s.model_ms for s in runs):>15.2f}{overhead[name]:>18.2f}"
-                  f"{'yes' if all(s.ok for s in runs) else 'NO':>11}")
-        ratio = overhead["labkit"] / overhead["deepagents"]
-        verdict = "below" if ratio < 1 else "NOT below"
-        print(f"labkit / deepagents overhead per call: {ratio:.2f} ({verdict} deepagents' default stack); "
-              f"labkit / bare: {overhead['labkit'] / overhead['bare']:.2f}, "
-              f"deepagents / bare: {overhead['deepagents'] / overhead['bare']:.2f}")
+    print(measure([int(w) for w in args.windows.split(",")], args.repeats))
 
 
 if __name__ == "__main__":
