@@ -2,9 +2,10 @@
 
 Notebook 14: :func:`forced_compaction` runs the scenario under deepagents with frequent forced
 compaction, with or without a goal anchor; :func:`reminded` plays a user who repeats a request
-the agent lost; :func:`drift` reads one table row off the run. Notebook 15 builds the eval grid:
-a :class:`Setting` per configuration, :func:`trial` runs it, :func:`row` and :func:`grid` read
-compactions, goal, needle (and :func:`needle_source`, where it came from) and tokens sent.
+the agent lost; :func:`claimed_done` finds the drift that asks nothing (a task said to be done
+whose file was never written); :func:`drift` reads one table row off the run. Notebook 15 builds
+the eval grid: a :class:`Setting` per configuration, :func:`trial` runs it, :func:`row` and
+:func:`grid` read compactions, goal, needle (and :func:`needle_source`, where from) and tokens sent.
 
 What it leaves out: judging a real model's wording — a goal loss is the lab model's fixed reply
 (``prompts.GOAL_LOST``) or any model's question instead of work (``scenario.hands_back``). The
@@ -32,8 +33,8 @@ from labkit.summarize import SummarizeMiddleware
 from labkit.tokens import TokenCounter, message_text
 from labkit.trace import Recorder, compactions  # compactions re-exported: notebook 15 reads it
 
-__all__ = ["ANCHORS", "MIDDLEWARE", "NEEDLE_SOURCES", "Setting", "anchor_calls", "compactions", "drift",
-           "forced_compaction", "grid", "needle_source", "reminded", "row", "trial"]
+__all__ = ["ANCHORS", "MIDDLEWARE", "NEEDLE_SOURCES", "Setting", "anchor_calls", "claimed_done",
+           "compactions", "drift", "forced_compaction", "grid", "needle_source", "reminded", "row", "trial"]
 
 ANCHORS = ("none", "todo", "progress")
 MIDDLEWARE = ("labkit", "deepagents")
@@ -88,10 +89,12 @@ def forced_compaction(anchor: str = "none", *, trigger: int = 8, keep: int = 4, 
     goal is lost (:func:`reminded`). ``anchor``: ``"none"``, ``"todo"`` (langchain's
     ``TodoListMiddleware``) or ``"progress"`` (``model.PROGRESS_PROMPT`` as the system prompt).
 
-    The middleware keeps its constructor's default ``trim_tokens_to_summarize`` (4,000): the
-    summarizer reads only the last 4,000 tokens of what it folds, from a human message on, so a
-    folded export leaves the summary without the request. (``create_summarization_middleware``,
-    the factory ``create_deep_agent`` uses, sets it to ``None``.) Notebook 14.
+    The middleware keeps its constructor's default ``trim_tokens_to_summarize`` (4,000): langchain's
+    ``trim_messages(strategy="last", start_on="human")`` keeps the last 4,000 tokens of what it
+    folds and makes them start at a human message, so when the request is more than ~4,000 tokens
+    back (here: behind a folded export) the summarizer gets nothing and the summary is a stub.
+    (``create_summarization_middleware``, the factory ``create_deep_agent`` uses, sets it to
+    ``None``.) Notebook 14.
     """
     if anchor not in ANCHORS:
         raise ValueError(f"anchor must be one of {ANCHORS}, not {anchor!r}")
@@ -113,10 +116,39 @@ def anchor_calls(messages: Iterable[BaseMessage]) -> list[dict]:
             or PROGRESS_PATH in (tc["args"].get("file_path"), tc["args"].get("path"))]
 
 
+def claimed_done(run) -> list[str]:
+    """The tasks the agent said it had finished without their file: for each user turn that asks
+    for a file (the report, the risks note), the turn ended in an answer that does not hand the
+    task back (``scenario.hands_back``), yet no ``write_file``/``edit_file`` to that file was made
+    by then. Read from ``run.messages`` alone, so it works on any model's run. Notebook 14.
+
+    This is goal drift that asks nothing: the lab model with ``when_lost="finish"`` says the work
+    it can see is the task. ``score.goal_lost`` and ``asked_user`` stay at 0; only the output
+    that is not there gives it away.
+    """
+    messages, claimed, worked, wrote = list(run.messages), [], False, set()
+    task = None
+    for m in messages:
+        if isinstance(m, HumanMessage):
+            said = message_text(m, text_only=True)
+            task = next((t for t in scenario.tasks() if t.marker in said), None)
+            worked = False
+        elif isinstance(m, AIMessage) and m.tool_calls:
+            worked = True
+            wrote |= {str(tc["args"].get("file_path", "")) for tc in m.tool_calls
+                      if tc["name"] in ("write_file", "edit_file")}
+        elif isinstance(m, AIMessage) and task is not None and task.output:
+            answer = message_text(m, text_only=True)
+            made = any(p == task.output or p.startswith(task.output.rstrip("/") + "/") for p in wrote)
+            if not made and not scenario.hands_back(answer, worked):
+                claimed.append(task.key)
+    return claimed
+
+
 def drift(run, counter: TokenCounter | None = None) -> dict:
-    """How a run fared against goal drift, as one table row: goal losses, steps repeated, goal
-    completed, needle, model calls, tokens sent, anchor calls and the anchor's own tokens.
-    Notebook 14.
+    """How a run fared against goal drift, as one table row: goal losses, claimed done (tasks said
+    to be finished without their file, :func:`claimed_done`), steps repeated, goal completed,
+    needle, model calls, tokens sent, anchor calls and the anchor's own tokens. Notebook 14.
 
     ``anchor tokens`` counts the anchor's own messages once each (its calls and the tools'
     answers); every later call that still sees them pays for them again, which ``tokens sent``
@@ -130,9 +162,10 @@ def drift(run, counter: TokenCounter | None = None) -> dict:
     own = [m for m in run.messages
            if (isinstance(m, AIMessage) and m.tool_calls and all(tc["id"] in ids for tc in m.tool_calls))
            or (isinstance(m, ToolMessage) and m.tool_call_id in ids)]
-    return {"goal losses": score.goal_lost, "steps repeated": score.steps_repeated,
-            "goal completed": score.goal_completed, "needle": score.needle_correct,
-            "model calls": len(run.records), "tokens sent": sum(r.seen for r in run.records),
+    return {"goal losses": score.goal_lost, "claimed done": len(claimed_done(run)),
+            "steps repeated": score.steps_repeated, "goal completed": score.goal_completed,
+            "needle": score.needle_correct, "model calls": len(run.records),
+            "tokens sent": sum(r.seen for r in run.records),
             "anchor calls": len(calls), "anchor tokens": sum(counter.message(m) for m in own)}
 
 
@@ -151,10 +184,13 @@ class Setting:
     ``offload=False`` switches deepagents' tool-result eviction off, on either harness.
 
     ``trigger``/``keep``: ``None`` for the middleware's defaults (85% / 10% of the window with a
-    profile). ``archive=False``: the summarizer's backend refuses every write, so no summary points
+    profile). ``archive=False``: no archive — labkit's summarizer is built with ``archive=False``
+    (it writes none), deepagents' gets a backend that refuses every write — so no summary points
     to an archive. ``trim``: deepagents' ``trim_tokens_to_summarize`` (``None``, as its factory
     sets it; the constructor's default is 4,000). ``reminders``: how many times the user re-sends a
-    turn after the agent lost track (:func:`reminded`).
+    turn after the agent lost track (:func:`reminded`). ``when_lost``: the lab model's habit when
+    it cannot see its goal — ``"ask"`` the user, or ``"finish"``: declare the visible work done
+    (``LabModel(when_lost=...)``, notebook 14).
     """
 
     name: str
@@ -168,6 +204,7 @@ class Setting:
     archive: bool = True
     trim: int | None = None
     reminders: int = 2
+    when_lost: str = "ask"
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name:
@@ -185,12 +222,15 @@ class Setting:
             raise ValueError(f"{self.name}: trim is deepagents' trim_tokens_to_summarize; labkit's "
                              "summarizer always reads everything it folds")
         check_limit(f"{self.name}: window", self.window, allow_none=False)
+        if self.when_lost not in ("ask", "finish"):
+            raise ValueError(f"{self.name}: when_lost must be 'ask' or 'finish', not {self.when_lost!r}")
         if not self.summarize and (self.trigger, self.keep) != (None, None):
             raise ValueError(f"{self.name}: trigger and keep need summarize=True")
 
 
 class _NoArchive(StateBackend):
-    """A state backend whose writes fail: the summarizer cannot archive (``archive=False``)."""
+    """A state backend whose writes fail: deepagents' summarizer cannot archive (``archive=False``;
+    it has no switch of its own)."""
 
     def write(self, file_path, content):
         raise PermissionError(f"{file_path}: this eval runs without an archive")
@@ -208,9 +248,8 @@ def _middleware(setting: Setting, model) -> list:
         if setting.offload:
             stack.append(OffloadMiddleware())
         if setting.summarize:
-            backend = None if setting.archive else _NoArchive()
             stack.append(SummarizeMiddleware(model, trigger=setting.trigger, keep=setting.keep,
-                                             backend=backend))
+                                             archive=setting.archive))
         return stack
     if (setting.trigger, setting.keep, setting.trim, setting.archive) != (None, None, None, True):
         defaults = compute_summarization_defaults(model)
@@ -227,7 +266,7 @@ def trial(setting: Setting):
     Notebook 15."""
     if not isinstance(setting, Setting):
         raise TypeError(f"trial takes an evals.Setting, not {type(setting).__name__}")
-    model = LabModel(window=setting.window)
+    model = LabModel(window=setting.window, when_lost=setting.when_lost)
     run = scenario.run(model, middleware=_middleware(setting, model), harness=setting.harness,
                        turns=reminded(scenario.TURNS, model, setting.reminders))
     return run, model
@@ -260,7 +299,8 @@ def needle_source(run) -> str:
 
 
 def row(setting: Setting, run, model) -> dict:
-    """One grid row for a finished trial: compactions, goal kept, needle and where it came from,
+    """One grid row for a finished trial: compactions, goal kept, goal lost (asked) or claimed done
+    (:func:`claimed_done`), needle and where it came from,
     steps repeated, calls, and tokens sent, summary calls included. Notebook 15.
 
     ``tokens sent`` is every input token the model received: the agent's calls (as the Recorder
@@ -279,6 +319,7 @@ def row(setting: Setting, run, model) -> dict:
         n_summaries, summary_tokens = len(marks), None
     return {"setting": setting.name, "compactions": len(marks),
             "goal completed": score.goal_completed, "goal losses": score.goal_lost,
+            "claimed done": len(claimed_done(run)),
             "needle": score.needle_correct, "needle from": needle_source(run),
             "steps repeated": score.steps_repeated, "agent calls": len(agent),
             "summary calls": n_summaries, "peak request": max((r.seen for r in agent), default=0),

@@ -13,6 +13,7 @@ __all__ = [
     "ARG_TRUNCATED_EDIT",
     "BAD_CALL",
     "CHILD_FAILED",
+    "CLAIMED_DONE",
     "COMPACT_DONE",
     "COMPACT_REFUSED",
     "COMPACT_TWICE",
@@ -46,6 +47,10 @@ LAB_MODEL_INTRO = (
     "example LABKIT_MODEL=openai:gpt-4.1-mini or LABKIT_MODEL=anthropic:claude-haiku-4-5 — and "
     "restart the kernel; labkit.get_model() then returns it."
 )
+
+# The lab model's other face of goal drift (``LabModel(when_lost="finish")``, notebook 14): with
+# its goal out of view it takes the work it can see for the whole task and says it is finished.
+CLAIMED_DONE = "Done: {work}. That completes the task."
 
 GOAL_LOST = (
     "I can no longer see what you asked me to do: neither your request nor a summary of it is in "

@@ -10,6 +10,8 @@ deepagents' defaults and the naive run. (tests/model/test_anchors.py covers note
 
 from __future__ import annotations
 
+import warnings
+
 import pytest
 from deepagents.middleware.filesystem import FilesystemMiddleware
 from deepagents.middleware.summarization import SummarizationMiddleware
@@ -88,12 +90,14 @@ def test_deepagents_defaults_leave_its_stack_alone_and_knobs_rebuild_its_summari
     assert helper.trigger == AGGRESSIVE["trigger"]
 
 
-@pytest.mark.parametrize("middleware", ["labkit", "deepagents"])
-def test_without_an_archive_the_summarizers_backend_refuses_writes(middleware):
-    summ = _stack(Setting("x", middleware=middleware, archive=False, offload=middleware == "deepagents"))[-1]
-    backend = summ.backend if middleware == "labkit" else summ._backend
+def test_without_an_archive_labkits_summarizer_writes_none_and_deepagents_backend_refuses():
+    """labkit's summarizer has a switch (nothing written, nothing to warn about); deepagents' has
+    none, so its backend refuses every write."""
+    labkit_summ = _stack(Setting("x", archive=False, offload=False))[-1]
+    assert labkit_summ.archive is False
+    deep = _stack(Setting("x", middleware="deepagents", archive=False))[-1]
     with pytest.raises(PermissionError, match="without an archive"):
-        backend.write("/conversation_history/x.md", "text")
+        deep._backend.write("/conversation_history/x.md", "text")
 
 
 # -- compactions and the needle's source, on hand-made data --------------------------------------
@@ -156,9 +160,11 @@ def trials():
         Setting("summarize 10%", offload=False, **AGGRESSIVE),
         Setting("summarize 10%, no archive", offload=False, archive=False, **AGGRESSIVE),
         Setting("deepagents 10%, trim 4,000", middleware="deepagents", trim=4000, **AGGRESSIVE),
+        Setting("deepagents 10%, trim 4,000, finishes", middleware="deepagents", trim=4000,
+                when_lost="finish", **AGGRESSIVE),
     ]
-    # the no-archive setting warns that it cannot archive: expected, and checked here
-    with pytest.warns(UserWarning, match="runs without an archive"):
+    with warnings.catch_warnings():  # "no archive" is a setting, not a failure: nothing to warn about
+        warnings.simplefilter("error")
         return {s.name: (s, *evals.trial(s)) for s in settings}
 
 
@@ -195,8 +201,45 @@ def test_the_needle_comes_back_from_the_file_that_held_it(trials):
 def test_deepagents_constructor_trim_loses_the_goal_and_repeats_work(trials):
     row = rows(trials)["deepagents 10%, trim 4,000"]
     assert row["goal losses"] >= 1 and row["steps repeated"] >= 1 and not row["goal completed"]
+    assert row["claimed done"] == 0, "it asked; it never said it was done"
     others = [v for k, v in rows(trials).items() if "trim" not in k]
-    assert all(v["goal losses"] == 0 and v["goal completed"] for v in others)
+    assert all(v["goal losses"] == 0 and v["goal completed"] and v["claimed done"] == 0 for v in others)
+
+
+def test_a_model_that_finishes_when_lost_claims_done_and_asks_nothing(trials):
+    """The drift goal losses cannot see: no question, the report never written, the task said done."""
+    row = rows(trials)["deepagents 10%, trim 4,000, finishes"]
+    assert row["goal losses"] == 0 and not row["goal completed"]
+    assert row["claimed done"] == 1
+    _, run, _ = trials["deepagents 10%, trim 4,000, finishes"]
+    assert evals.claimed_done(run) == ["report"] and run.score.asked_user == 0 and run.score.no_report
+
+
+def _turn(request, *between, answer):
+    return [HumanMessage(request), *between, AIMessage(answer)]
+
+
+@pytest.mark.parametrize("between, answer, claimed", [
+    ((), "Done: I pulled the news for Brightloom. That completes the task.", ["report"]),
+    ((), "What should I work on?", []),  # asked: handed back, not claimed
+    ((ai_call("write_file", {"file_path": scenario.REPORT_PATH, "content": "x"}, "w1"),
+      ToolMessage("Updated file", tool_call_id="w1")), "The report is written.", []),
+    ((ai_call("write_file", {"file_path": "/reports/other.md", "content": "x"}, "w1"),
+      ToolMessage("Updated file", tool_call_id="w1")), "The report is written.", ["report"]),
+])
+def test_claimed_done_reads_the_answer_against_the_file_the_turn_asked_for(between, answer, claimed):
+    run = scenario.Run(messages=_turn(scenario.REQUEST, *between, answer=answer), files={})
+    assert evals.claimed_done(run) == claimed
+
+
+def test_claimed_done_ignores_turns_that_ask_for_no_file():
+    run = scenario.Run(messages=_turn(scenario.NEEDLE_QUESTION, answer="It was 117.4%."), files={})
+    assert evals.claimed_done(run) == []
+
+
+def test_a_bad_when_lost_is_refused():
+    with pytest.raises(ValueError, match="when_lost must be"):
+        Setting("x", when_lost="guess")
 
 
 def test_the_recommended_setting_sends_fewer_tokens_than_deepagents_defaults_and_naive(trials):

@@ -40,7 +40,8 @@ COMPACT_TOOL = "compact_conversation"  # labkit's and deepagents' manual-compact
 
 def act(view: View, tools: list[dict], tool_choice: Any = None, *,
         compact_when: Literal["never", "boundary", "every_step"] = "never",
-        delegate_research: bool = False, raw_subagent_output: bool = False) -> AIMessage:
+        delegate_research: bool = False, raw_subagent_output: bool = False,
+        when_lost: Literal["ask", "finish"] = "ask") -> AIMessage:
     """The lab model's next message, decided from the context alone. Notebook 01.
 
     ``tools`` are the bound OpenAI-style schemas; ``tool_choice`` narrows the tools it may call
@@ -52,7 +53,10 @@ def act(view: View, tools: list[dict], tool_choice: Any = None, *,
       first step whose evidence — the tool result's header, or a summary line quoting it — is not
       in its context. Summarize the evidence away and it repeats the work.
     * **It needs the goal.** If neither the user's request nor a summary's SESSION INTENT is
-      visible, it says it has lost track — goal drift you can count.
+      visible, it says it has lost track — goal drift you can count. With
+      ``when_lost="finish"`` it shows drift's other face instead (notebook 14): it takes the work
+      it can see for the whole task and declares it finished (``prompts.CLAIMED_DONE``, naming
+      what the visible evidence shows done) — no question, so only the missing output tells.
     * **It recovers facts only from context or files.** Asked the needle question, it answers
       from context; else it greps (or pages through) a file path it can see — an offload stub, a
       summary's archive; else it declines to give a number.
@@ -111,7 +115,7 @@ def act(view: View, tools: list[dict], tool_choice: Any = None, *,
     elif task is None:
         recall = recall_call(view, names)
         message = AIMessage("", tool_calls=[_tool_call(*recall)]) if recall \
-            else _outside(view, tools)
+            else _outside(view, tools, when_lost)
     elif task.key == "needle":
         message = _answer_needle(view, names)
     else:
@@ -230,13 +234,14 @@ def _skills_and_memory(task: sc.Task | None, view: View, names: list[str]) -> AI
     return None
 
 
-def _outside(view: View, tools: list[dict]) -> AIMessage:
-    """No scenario task is visible: goal lost, a literal tool call, a call to the tool the prompt
-    names (``_prose``), the tool's result relayed, or the plain intro."""
+def _outside(view: View, tools: list[dict], when_lost: str = "ask") -> AIMessage:
+    """No scenario task is visible: goal lost (asked, or the visible work declared done), a
+    literal tool call, a call to the tool the prompt names (``_prose``), the tool's result
+    relayed, or the plain intro."""
     lab_context = any(s.evidence in view.text for t in sc.tasks() for s in t.steps) or \
         "SESSION INTENT" in view.text
     if lab_context:
-        return AIMessage(prompts.GOAL_LOST)
+        return AIMessage(_claimed_done(view) if when_lost == "finish" else prompts.GOAL_LOST)
     humans = [i for i, m in enumerate(view.messages) if m.type == "human"]
     if humans and tools:
         i = humans[-1]
@@ -253,6 +258,17 @@ def _outside(view: View, tools: list[dict]) -> AIMessage:
             args = prose_args(named, asked, placeholder)
             return AIMessage("", tool_calls=[_tool_call(named["function"]["name"], args)])
     return AIMessage(prompts.LAB_MODEL_INTRO)
+
+
+def _claimed_done(view: View) -> str:
+    """``prompts.CLAIMED_DONE``, naming the work the visible evidence shows done (notebook 14)."""
+    seen = {}  # company name -> what was pulled for it, in the scenario's order
+    for c in sc.companies():
+        for kind, label in (("Market data export", "market data"), ("News digest", "news")):
+            if f"{kind} — {c['name']} ({c['ticker']})" in view.text:
+                seen.setdefault(c["name"], []).append(label)
+    work = "; ".join(f"{' and '.join(kinds)} for {name}" for name, kinds in seen.items())
+    return prompts.CLAIMED_DONE.format(work=f"I pulled the {work}" if work else "the work is finished")
 
 
 def wants_compaction(policy: str, view: View, names: list[str]) -> bool:

@@ -102,6 +102,11 @@ class LabModel(BaseChatModel):
         description="When to call a bound compact_conversation tool: never; at a task boundary "
                     "(a new user request after a finished answer, once per turn); or after every "
                     "tool result (mid-task).")
+    when_lost: Literal["ask", "finish"] = Field(
+        default="ask",
+        description="What it says when it can no longer see its goal: ask the user what to do "
+                    "(prompts.GOAL_LOST), or declare the work it can see finished "
+                    "(prompts.CLAIMED_DONE) — goal drift that no question gives away (notebook 14).")
     max_output_tokens: int = Field(default=4096, alias="max_tokens")
     """Reported in the profile (deepagents budgets with it); the lab model's replies are not cut."""
     model_name: str = Field(default=MODEL_NAME, alias="model")
@@ -146,7 +151,8 @@ class LabModel(BaseChatModel):
     @property
     def _identifying_params(self) -> dict[str, Any]:
         return {"model_name": self.model_name, "window": self.window,
-                "keep_figures": self.keep_figures, "compact_when": self.compact_when}
+                "keep_figures": self.keep_figures, "compact_when": self.compact_when,
+                "when_lost": self.when_lost}
 
     def _get_ls_params(self, stop: list[str] | None = None, **kwargs: Any) -> LangSmithParams:
         params = LangSmithParams(ls_provider=PROVIDER, ls_model_type="chat",
@@ -207,7 +213,7 @@ class LabModel(BaseChatModel):
         else:
             message = act(read_view(messages), tools, tool_choice, compact_when=self.compact_when,
                           delegate_research=self.delegate_research,
-                          raw_subagent_output=self.raw_subagent_output)
+                          raw_subagent_output=self.raw_subagent_output, when_lost=self.when_lost)
             self._number(message, messages)
         for s in stop or self.stop or ():
             if s and s in message.content:

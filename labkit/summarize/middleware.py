@@ -73,6 +73,9 @@ class SummarizeMiddleware(AgentMiddleware):
         trigger: when to compact — ``("fraction", f)``, ``("tokens", n)`` or ``("messages", n)``.
         keep: how much recent history survives a compaction, in the same forms.
         backend: a deepagents backend for the archive (default ``StateBackend()``).
+        archive: ``False`` to fold with no archive at all: nothing is written, and no summary
+            points to one (an eval's "no archive" setting, notebook 15). A backend that fails
+            to write is different: that is a warning (notebook 10).
         keep_figures: ask the summarizer to keep exact figures and ids.
         manual_tool: add the ``compact_conversation`` tool.
         gate: the manual tool refuses below this fraction of the trigger.
@@ -88,7 +91,8 @@ class SummarizeMiddleware(AgentMiddleware):
     state_schema = _State
 
     def __init__(self, model: Any, *, trigger: tuple | None = None, keep: tuple | None = None,
-                 backend: Any = None, keep_figures: bool = False, manual_tool: bool = False,
+                 backend: Any = None, archive: bool = True, keep_figures: bool = False,
+                 manual_tool: bool = False,
                  gate: float = 0.5, window: int | None = None,
                  clock: Callable[[], dt.datetime] | None = None) -> None:
         super().__init__()
@@ -107,6 +111,7 @@ class SummarizeMiddleware(AgentMiddleware):
         check_fraction("gate", gate, of="the trigger")
         self.model, self.keep_figures, self.gate, self.clock = model, keep_figures, gate, clock
         self.backend = StateBackend() if backend is None else backend
+        self.archive = archive
         self.counter = TokenCounter()
         self.tools = [self._manual_tool()] if manual_tool else []
 
@@ -183,6 +188,8 @@ class SummarizeMiddleware(AgentMiddleware):
 
     def _archive(self, folded: Sequence[BaseMessage], number: int, first: int, conversation: str,
                  section: str) -> str | None:
+        if not self.archive:  # asked for no archive: nothing to write, nothing to warn about
+            return None
         thread, agent = archive_owner()
         path = archive_path(thread, agent, conversation)
         text = archive_section(folded, number, first, self.clock() if self.clock else None,
