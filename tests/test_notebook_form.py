@@ -114,7 +114,8 @@ MECHANISM_NOTEBOOKS = ("03", "04", "08", "09", "12", "13")
 
 def _figures_shown(path: Path) -> list[str]:
     markdown = "\n".join(c.source for c in _read(path).cells if c.cell_type == "markdown")
-    return re.findall(r"!\[[^\]]+\]\((figures/[^)\s]+\.svg)\)", markdown)
+    alt = r"(?:[^\[\]]|\[[^\[\]]*\])+"  # alt text, with balanced brackets as markdown allows
+    return re.findall(rf"!\[{alt}\]\((figures/[^)\s]+\.svg)\)", markdown)
 
 
 @pytest.mark.parametrize("path", [p for p in NOTEBOOKS if p.name[:2] in MECHANISM_NOTEBOOKS],
