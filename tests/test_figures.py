@@ -13,8 +13,9 @@ from unittest import mock
 import deepagents
 import deepagents.graph
 from langchain.agents.middleware import AgentMiddleware
+from langchain_core.messages import HumanMessage
 
-from labkit import LabModel, Recorder
+from labkit import LabModel, Recorder, scenario
 
 FIGURES = Path(__file__).resolve().parents[1] / "notebooks" / "figures"
 SVG = "{http://www.w3.org/2000/svg}"
@@ -67,3 +68,21 @@ def test_nb03_agent_loop_names_every_installed_hook():
     labels = {t.text for t in _texts("03-agent-loop.svg")}
     hooks = {label for label in labels if label in dir(AgentMiddleware)}
     assert hooks == set(HOOKS)
+
+
+def test_nb06_every_call_lists_the_tools_a_deep_agent_binds():
+    model = LabModel()
+    agent = deepagents.create_deep_agent(model=model, tools=scenario.tools())
+    agent.invoke({"messages": [HumanMessage("Hello")]})
+    drawn = [t.text for t in _texts("06-every-call.svg") if t.get("class") == "tool"]
+    assert drawn == model.calls[0].tools
+
+
+def test_nb01_three_defences_name_deepagents_default_paths():
+    from deepagents.backends import StateBackend
+    from deepagents.middleware.summarization import create_summarization_middleware
+
+    labels = {t.text for t in _texts("01-three-defences.svg")}
+    summarization = create_summarization_middleware(LabModel(), StateBackend())
+    assert summarization._large_tool_results_prefix + "/" in labels
+    assert summarization._history_path_prefix + "/" in labels
