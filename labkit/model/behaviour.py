@@ -191,8 +191,8 @@ def delegate_to(task_description: str) -> str | None:
 
 def _unbounded(view: View) -> bool:
     """A researcher's system prompt that sets no limit on its reply (notebook 12)."""
-    return any(m.type == "system" and sc.RESEARCHER_ROLE in plain(m) and sc.REPORT_LIMIT not in plain(m)
-               for m in view.messages)
+    prompts_ = [plain(m).lower() for m in view.messages if m.type == "system"]
+    return any(sc.RESEARCHER_ROLE.lower() in p and sc.REPORT_LIMIT.lower() not in p for p in prompts_)
 
 
 def _finish(task: sc.Task, view: View, names: list[str], raw: bool) -> str:
