@@ -1,17 +1,11 @@
 """Exercises for notebook 16 · The diagnostic clinic.
 
-q1 hands the learner a patient: the running example under ``create_deep_agent`` on a
-60,000-token model, where one call is refused and the overflow fallback rescues the run. The
-answer is a function ``model -> [middleware]``; the checker runs the same scenario with that
-middleware and passes it only if :func:`labkit.diagnose.diagnose` finds nothing and the report,
-the risks note and the needle all come out right — behaviour, not a typed-in setting.
-
-q2 is the capstone: an unseen variant of the running example (``VARIANT``: exports twice their
-size, the news in Chinese, a 128k model, a user who repeats a turn the agent lost). The answer is
-a config dict (``START`` lists its knobs: offload limit, trigger/keep, a goal anchor, subagents);
-:func:`capstone` runs it, :func:`eval_grid` reads the five evals, and the checker passes it only
-when every eval passes and ``diagnose()`` is clean — and says which eval failed, and what
-``diagnose()`` found, when not.
+q1: a patient — the scenario under ``create_deep_agent`` on a 60,000-token model, one call
+refused and rescued; the answer is ``model -> [middleware]``, passed when ``diagnose()`` finds
+nothing and the job is done. q2, the capstone: an unseen variant (``VARIANT``: exports twice
+their size, news in Chinese, 128k); the answer is a config of knobs (``START``), run by
+:func:`capstone` and passed when every eval of :func:`eval_grid` passes and ``diagnose()`` is
+clean — the checker names the failing eval and the finding. Both check behaviour.
 """
 
 from __future__ import annotations
