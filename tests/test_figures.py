@@ -14,8 +14,10 @@ import deepagents.graph
 import nbformat
 from langchain.agents.middleware import AgentMiddleware
 from langchain_core.messages import HumanMessage
+from langgraph.prebuilt.tool_node import ToolNode
 
 from labkit import LabModel, Recorder, scenario
+from labkit.isolate import IsolateMiddleware, SubagentSpec
 
 ROOT = Path(__file__).resolve().parents[1]
 FIGURES = ROOT / "notebooks" / "figures"
@@ -278,3 +280,14 @@ def test_nb01_three_defences_name_deepagents_default_paths():
     summarization = create_summarization_middleware(LabModel(), StateBackend())
     assert summarization._large_tool_results_prefix + "/" in labels
     assert summarization._history_path_prefix + "/" in labels
+
+
+def test_nb12_fan_out_names_the_installed_tool_its_arguments_and_the_notes_paths():
+    text = _labels("12-fan-out.svg")
+    task = IsolateMiddleware(LabModel(), [SubagentSpec(**scenario.researcher())]).tools[0]
+    assert task.name == "task"
+    assert f"{task.name}(description, subagent_type=\"researcher\")" in text.replace("&quot;", '"')
+    assert set(task.args) == {"description", "subagent_type"}
+    assert all(t.name in text for t in scenario.tools()), "the child's two data tools"
+    assert all(scenario.notes_path(c["ticker"]) in text for c in scenario.companies()), "the notes paths"
+    assert "ToolNode" in text and "executor" in inspect.getsource(ToolNode._func), "parallel on a thread pool"

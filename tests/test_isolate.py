@@ -40,6 +40,7 @@ from labkit.isolate import (
     task_description,
 )
 from labkit.offload import OffloadMiddleware
+from labkit.prompts import GENERAL_PURPOSE_DESCRIPTION
 from labkit.tokens import count_tokens
 from tests.conftest import Scripted
 
@@ -556,6 +557,28 @@ def test_the_lab_parent_picks_general_purpose_when_no_researcher_is_listed():
     iso = IsolateMiddleware(model, [general_purpose(scenario.tools())])
     run = scenario.run(model, middleware=[iso], turns=scenario.FANOUT_TURNS[:1])
     assert {tc["args"]["subagent_type"] for tc in run.messages[1].tool_calls} == {"general-purpose"}
+
+
+@pytest.mark.parametrize("description, calls", [
+    (scenario.RESEARCHER_DESCRIPTION, 5),
+    ("Helps the main agent with tasks.", 0),  # names no job: the parent does the research itself
+])
+def test_the_description_decides_whether_the_lab_parent_delegates(description, calls):
+    model = LabModel(window=200_000, delegate_research=True)  # room for the parent to do it all
+    iso = IsolateMiddleware(model, [SubagentSpec(**{**scenario.researcher(), "description": description})])
+    run = scenario.run(model, middleware=[iso], turns=scenario.FANOUT_TURNS[:1])
+    assert len(run.tool_calls("task")) == calls
+    assert len(iso.children) == calls
+    assert scenario.REPORT_PATH in run.files, "delegated or not, the report is written"
+
+
+def test_the_lab_parent_prefers_the_description_that_names_the_job():
+    from labkit.model.behaviour import delegate_to
+    listing = (f"- general-purpose: {GENERAL_PURPOSE_DESCRIPTION}\n"
+               f"- researcher: {scenario.RESEARCHER_DESCRIPTION}")
+    assert delegate_to(listing) == "researcher"
+    assert delegate_to(f"- general-purpose: {GENERAL_PURPOSE_DESCRIPTION}") == "general-purpose"
+    assert delegate_to("- helper: Helps the main agent with tasks.") is None
 
 
 def test_delegation_is_off_by_default_and_needs_a_task_tool():

@@ -122,10 +122,10 @@ def _orphan_recipe(fixed: bool):
 
 
 def _raw_dump_recipe(fixed: bool):
-    """Notebook 12: researcher subagents that reply with their raw data; the fix asks them to
-    save it to a file and reply with the path."""
-    model = LabModel(window=128_000, delegate_research=True, raw_subagent_output=True)
-    spec = SubagentSpec(**scenario.researcher(notes=fixed))
+    """Notebook 12: researcher subagents whose prompt sets no limit on the reply, so they return
+    their raw data; the fix asks for a short report and the raw data in a file, named in it."""
+    model = LabModel(window=128_000, delegate_research=True)
+    spec = SubagentSpec(**scenario.researcher(limit=fixed, notes=fixed))
     return model, scenario.run(model, middleware=[IsolateMiddleware(model, [spec])],
                                turns=scenario.FANOUT_TURNS)
 

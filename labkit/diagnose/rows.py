@@ -143,12 +143,19 @@ ROWS: tuple[Row, ...] = (
              'keep=("messages", 6))', _DEEP_SUMMARY, "trigger")),
     Row("goal_lost", ("14",),
         Text("After a compaction the agent asks what to do, or drifts off the task.",
-             "The summary lost the user's request (deepagents' own constructor summarizes only "
-             "the last 4,000 tokens of what it folds).",
+             "The summary lost the user's request: deepagents' SummarizationMiddleware built "
+             "directly trims what it folds with langchain's trim_messages(strategy=\"last\", "
+             "start_on=\"human\") to 4,000 tokens, and the kept part must start at a human "
+             "message — when the last one is more than 4,000 tokens back, nothing is summarized "
+             "(notebook 10, \"Why deepagents' summary came out empty\").",
              "Anchor the goal: a todo list (TodoListMiddleware, opt-in since deepagents 0.7) or a "
              "progress file; or build deepagents' summarization with its factory, which does not trim."),
         Text("压缩之后 agent 问你要做什么，或者做着做着跑偏了。",
-             "摘要没保住用户的原始请求（deepagents 的构造函数默认只总结被压缩内容的最后 4,000 token）。",
+             "摘要没保住用户的原始请求：直接构造的 deepagents SummarizationMiddleware 用 langchain 的 "
+             "trim_messages(strategy=\"last\", start_on=\"human\") 把要压缩的内容截到 4,000 token，"
+             "而保留的部分必须从一条用户（human）消息开始——最后一条用户消息若在 4,000 token 之外，"
+             "就什么也总结不了"
+             "（见 notebook 10“Why deepagents' summary came out empty”）。",
              "给目标下锚：todo 清单（TodoListMiddleware，deepagents 0.7 起需手动挂）或进度文件；"
              "或者用工厂函数创建 deepagents 的压缩中间件，它不截断。"),
         Knob("SummarizeMiddleware(model)", _SUMMARIZE),
@@ -226,11 +233,12 @@ ROWS: tuple[Row, ...] = (
         Knob('SummarizationMiddleware(model, backend=..., keep=("messages", 5))', _DEEP_SUMMARY, "keep")),
     Row("raw_dump", ("12",),
         Text("The parent's context jumps after a task() call.",
-             "The subagent's prompt does not ask for a short report, so it returns its raw data.",
+             "The subagent's system prompt sets no limit on its reply, so it returns everything "
+             "its tools returned.",
              "In the subagent's system prompt, ask for a short report, with raw data in a file and "
              "only its path in the reply; cap its output as a last resort."),
         Text("一次 task() 调用之后，主 agent 的上下文猛涨。",
-             "子 agent 的 prompt 没要求简短汇报，它就把原始数据整个吐了回来。",
+             "子 agent 的 system_prompt 没有限定回复的内容，它就把工具返回的原始数据整个交了回来。",
              "在子 agent 的 system_prompt 里写明：只回简短报告，原始数据写进文件，回复里只给路径；"
              "实在不行再加输出上限。"),
         Knob("SubagentSpec(..., output_cap=400)", "labkit.isolate.SubagentSpec", "output_cap"),

@@ -1,22 +1,28 @@
 """Exercises for notebook 16 · The diagnostic clinic.
 
-q1 hands the learner a patient: the running example under ``create_deep_agent`` on a
-60,000-token model, where one call is refused and the overflow fallback rescues the run. The
-answer is a function ``model -> [middleware]``; the checker runs the same scenario with that
-middleware and passes it only if :func:`labkit.diagnose.diagnose` finds nothing and the report,
-the risks note and the needle all come out right — behaviour, not a typed-in setting.
+q1: a patient — the scenario under ``create_deep_agent`` on a 60,000-token model, one call
+refused and rescued; the answer is ``model -> [middleware]``, passed when ``diagnose()`` finds
+nothing and the job is done. q2, the capstone: an unseen variant (``VARIANT``: exports twice
+their size, news in Chinese, 128k); the answer is a config of knobs (``START``), run by
+:func:`capstone` and passed when every eval of :func:`eval_grid` passes and ``diagnose()`` is
+clean — the checker names the failing eval and the finding. Both check behaviour.
 """
 
 from __future__ import annotations
 
-from langchain.agents.middleware import AgentMiddleware
+import sys
 
-from labkit import scenario
+from langchain.agents.middleware import AgentMiddleware, TodoListMiddleware
+
+from labkit import evals, scenario
 from labkit.diagnose import diagnose
 from labkit.exercises.core import Exercise
-from labkit.model import LabModel
+from labkit.isolate import IsolateMiddleware, SubagentSpec
+from labkit.model import PROGRESS_PROMPT, LabModel
+from labkit.offload import OffloadMiddleware
+from labkit.summarize import SummarizeMiddleware
 
-__all__ = ["WINDOW", "patient", "q1", "treated"]
+__all__ = ["START", "VARIANT", "WINDOW", "capstone", "eval_grid", "patient", "q1", "q2", "treated"]
 
 WINDOW = 60_000
 
@@ -76,4 +82,97 @@ q1 = Exercise(
                   "def answer(model):\n"
                   "    return [FilesystemMiddleware(tool_token_limit_before_evict=10_000)]  "
                   "# evicts every export over 40,000 characters, Driftwood's among them",
+)
+
+
+# -- q2, the capstone ---------------------------------------------------------------------------
+
+VARIANT = {"export_scale": 2.0, "news_language": "zh", "window": 128_000, "reminders": 2}
+"""The capstone's variant of the running example: exports twice their size (20k–100k tokens), the
+news digests in Chinese, a 128k model, a user who re-sends a turn the agent lost (twice at most)."""
+
+START = {"offload": None, "trigger": None, "keep": None, "anchor": "none", "subagents": False}
+"""The capstone's knobs, all off: ``offload`` — labkit's OffloadMiddleware ``tool_limit`` in tokens
+(None: no offloading); ``trigger``/``keep`` — labkit's SummarizeMiddleware (None: no
+summarization); ``anchor`` — ``"none"``, ``"todo"`` or ``"progress"``; ``subagents`` — hand each
+company's research to the researcher subagent."""
+
+
+def _config(config) -> dict:
+    if not isinstance(config, dict):
+        raise TypeError(f"answer with a dict of knobs like nb16.START, not {type(config).__name__}")
+    unknown = set(config) - set(START)
+    if unknown:
+        raise TypeError(f"unknown knob(s) {sorted(unknown)}; the knobs are {list(START)}")
+    config = {**START, **config}
+    if config["anchor"] not in evals.ANCHORS:
+        raise TypeError(f"anchor must be one of {evals.ANCHORS}, not {config['anchor']!r}")
+    if (config["trigger"] is None) != (config["keep"] is None):
+        raise TypeError("set trigger and keep together (both None: no summarization)")
+    return config
+
+
+def capstone(config):
+    """``(model, run)`` of the capstone's variant (``VARIANT``) under ``config``. Notebook 16."""
+    config, v = _config(config), VARIANT
+    model = LabModel(window=v["window"], delegate_research=bool(config["subagents"]))
+    middleware, kwargs, turns = [], {}, scenario.TURNS
+    if config["anchor"] == "todo":
+        middleware.append(TodoListMiddleware())
+    if config["anchor"] == "progress":
+        kwargs["system_prompt"] = PROGRESS_PROMPT
+    if config["offload"] is not None:
+        middleware.append(OffloadMiddleware(tool_limit=config["offload"]))
+    if config["trigger"] is not None:
+        middleware.append(SummarizeMiddleware(model, trigger=config["trigger"], keep=config["keep"]))
+    if config["subagents"]:
+        spec = SubagentSpec(**scenario.researcher(export_scale=v["export_scale"],
+                                                  news_language=v["news_language"]))
+        middleware.append(IsolateMiddleware(model, [spec]))
+        turns = scenario.FANOUT_TURNS
+    run = scenario.run(model, middleware=middleware, turns=evals.reminded(turns, model, v["reminders"]),
+                       export_scale=v["export_scale"], news_language=v["news_language"], **kwargs)
+    return model, run
+
+
+def eval_grid(run) -> dict[str, bool]:
+    """The capstone's five evals, each True when it passes. Notebook 16."""
+    s = run.score
+    return {"no call refused": not any(r.error for r in run.records), "report and risks note written":
+            s.goal_completed, "needle answered": s.needle_correct, "goal never lost": s.goal_lost == 0,
+            "no step repeated": s.steps_repeated == 0}
+
+
+def _check_q2(config) -> str | None:
+    try:
+        model, run = capstone(config)
+    except TypeError as e:
+        return str(e)
+    except Exception as e:  # a knob value the middleware refuses: say so, do not crash
+        return f"the run could not start with that config: {type(e).__name__}: {e}"
+    failed = [name for name, ok in eval_grid(run).items() if not ok]
+    found = diagnose(run, model)
+    if not failed and not found:
+        return None
+    said = f"eval(s) failing: {', '.join(failed)}" if failed else "every eval passes"
+    if found:
+        said += f"; diagnose() finds {', '.join(f.key for f in found)} — {found[0].evidence()}"
+    return said
+
+
+q2 = Exercise(
+    prompt="The capstone: nb16.VARIANT is the running example with exports twice their size, news "
+           "in Chinese, on a 128k model. Start from nb16.START (every knob off) and set the knobs "
+           "until every eval of nb16.eval_grid passes and diagnose() is clean.",
+    checker=_check_q2,
+    hints=[
+        "Run it: `model, run = nb16.capstone(config)`, then `nb16.eval_grid(run)` and "
+        "`diagnose.report(diagnose.diagnose(run, model))`. The first finding's row names the knob.",
+        "Offloading is the cure for a refused call whose largest result is an export — but an "
+        "offload limit so low that every result becomes a stub leaves the tool schemas as most of "
+        "what is sent (the tool-schema tax). Offload only the exports that do not fit: their sizes "
+        "are count_tokens(scenario.export_text(t, 2.0)).",
+    ],
+    solution_text='answer = {**nb16.START, "offload": 40_000}  # the three largest exports go to files',
+    given=lambda: {"nb16": sys.modules[__name__]},
 )

@@ -33,9 +33,11 @@ from labkit.model._writing import (
     research_reply,
 )
 
-__all__ = ["COMPACT_TOOL", "act", "summary_reply", "wants_compaction"]
+__all__ = ["COMPACT_TOOL", "RESEARCH_JOB", "act", "delegate_to", "summary_reply", "wants_compaction"]
 
 COMPACT_TOOL = "compact_conversation"  # labkit's and deepagents' manual-compaction tool
+RESEARCH_JOB = re.compile(r"\bcompetitors?\b", re.I)  # a description that names the research job
+_LISTED = re.compile(r"^\s*- ([\w-]+): (.+)$", re.M)  # a task tool's subagent lines
 
 
 def act(view: View, tools: list[dict], tool_choice: Any = None, *,
@@ -60,17 +62,25 @@ def act(view: View, tools: list[dict], tool_choice: Any = None, *,
     * **It recovers facts only from context or files.** Asked the needle question, it answers
       from context; else it greps (or pages through) a file path it can see — an offload stub, a
       summary's archive; else it declines to give a number.
-    * **As a subagent** (notebook 12) it researches one company and returns a short report, or
-      the raw dump with ``raw_subagent_output=True``. If its context asks for raw notes in a file
+    * **As a subagent** (notebook 12) it researches one company and returns what its system
+      prompt asks for. A researcher's prompt (it holds ``scenario.RESEARCHER_ROLE``) that asks for
+      a short report (``scenario.REPORT_LIMIT``) gets one; a researcher's prompt without that limit
+      (``scenario.researcher(limit=False)``) gets its tool results whole — the raw dump, since
+      nothing bounds the reply. No researcher prompt (a research request sent straight to it):
+      the short report. ``raw_subagent_output=True`` forces the dump whatever the prompt says.
+      If its context asks for raw notes in a file
       (``scenario.NOTES_INSTRUCTION``, or the shared file's) and it has ``write_file``, it saves
       the dump to ``scenario.notes_path(ticker)`` first and names the path in its reply (only the
       path, in raw mode).
     * **As a parent** (notebook 12), with ``delegate_research=True`` and a ``task`` tool bound
       during the report task, it delegates: one ``task`` call per company whose research evidence
-      is not visible — all in one AI message — to ``"researcher"`` if the tool's description
-      lists it, else ``"general-purpose"``. A company whose task came back without the evidence
-      is not delegated again: the parent does that step itself. It reads figures and headlines
-      from the reports.
+      is not visible — all in one AI message — to the first subagent the tool's description lists
+      (``- name: description``) whose description names the job — a "competitor"
+      (``RESEARCH_JOB``) — else to ``general-purpose`` if that catch-all is listed (deepagents
+      always adds it). The description decides: with neither (a vague description, no
+      catch-all), it makes no ``task`` call and does the research itself, in its own context.
+      A company whose task came back without the evidence is not delegated again: the parent
+      does that step itself. It reads figures and headlines from the reports.
     * **It keeps a goal anchor when given one** (notebook 14), for a task of 3 or more steps (the
       threshold in ``write_todos``' own description). With ``write_todos`` bound (langchain's
       ``TodoListMiddleware``) it writes a todo list — the user's request first, then one item per
@@ -120,7 +130,7 @@ def act(view: View, tools: list[dict], tool_choice: Any = None, *,
         message = _answer_needle(view, names)
     else:
         message = _delegate(task, view, tools, delegate_research) \
-            or _work(task, view, names, raw_subagent_output)
+            or _work(task, view, names, raw_subagent_output or _unbounded(view))
     if forced and not message.tool_calls:
         message = AIMessage("", tool_calls=[_tool_call(names[0], literal_args(tools[0], view))])
     return message
@@ -155,8 +165,9 @@ def _delegate(task: sc.Task, view: View, tools: list[dict], delegate: bool) -> A
     schema = next((t["function"] for t in tools if t["function"]["name"] == "task"), None)
     if not delegate or task.key != "report" or schema is None:
         return None
-    listed = re.search(r"^\s*- researcher:", schema.get("description", ""), re.M)
-    kind = "researcher" if listed else "general-purpose"
+    kind = delegate_to(schema.get("description", ""))
+    if kind is None:
+        return None
     asked = {c["args"].get("description") for c, _ in view.answered.values() if c["name"] == "task"}
     calls = []
     for research in (t for t in sc.tasks() if t.key.startswith("research:")):
@@ -164,6 +175,28 @@ def _delegate(task: sc.Task, view: View, tools: list[dict], delegate: bool) -> A
             continue
         calls.append(_tool_call("task", {"description": research.request, "subagent_type": kind}))
     return AIMessage("", tool_calls=calls) if calls else None
+
+
+def delegate_to(task_description: str) -> str | None:
+    """The subagent the lab parent hands a company's research to: the first one a ``task`` tool's
+    description lists whose own description names the job (``RESEARCH_JOB``), else the
+    ``general-purpose`` catch-all if listed, else None — no delegation. Notebook 12.
+
+    Example:
+        >>> delegate_to("- general-purpose: For anything.\\n- researcher: Researches one competitor.")
+        'researcher'
+        >>> delegate_to("- helper: Helps the main agent with tasks.") is None
+        True
+    """
+    listed = _LISTED.findall(task_description)
+    named = next((name for name, text in listed if RESEARCH_JOB.search(text)), None)
+    return named or ("general-purpose" if any(name == "general-purpose" for name, _ in listed) else None)
+
+
+def _unbounded(view: View) -> bool:
+    """A researcher's system prompt that sets no limit on its reply (notebook 12)."""
+    prompts_ = [plain(m).lower() for m in view.messages if m.type == "system"]
+    return any(sc.RESEARCHER_ROLE.lower() in p and sc.REPORT_LIMIT.lower() not in p for p in prompts_)
 
 
 def _finish(task: sc.Task, view: View, names: list[str], raw: bool) -> str:

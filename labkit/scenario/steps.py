@@ -29,6 +29,7 @@ from labkit.scenario.texts import (
     RESEARCHER_PROMPT,
     RISKS_PATH,
     SHARED_NOTES_INSTRUCTION,
+    UNLIMITED_RESEARCHER_PROMPT,
 )
 
 __all__ = ["Step", "Task", "notes_path", "research_request", "researcher", "tasks"]
@@ -79,7 +80,8 @@ def notes_path(ticker: str) -> str:
     return f"{NOTES_DIR}/{_ticker(ticker)}.md"
 
 
-def researcher(notes: bool | str = False, **tool_options: Any) -> dict[str, Any]:
+def researcher(notes: bool | str = False, *, limit: bool = True,
+               **tool_options: Any) -> dict[str, Any]:
     """The fan-out's researcher subagent as a spec dict: ``name``, ``description``,
     ``system_prompt``, ``tools`` (the two data tools; ``tool_options`` go to ``tools()``).
     Notebook 12.
@@ -88,12 +90,14 @@ def researcher(notes: bool | str = False, **tool_options: Any) -> dict[str, Any]
     ``labkit.isolate.SubagentSpec(**researcher())`` takes the same keys. ``notes=True`` adds
     ``NOTES_INSTRUCTION`` to the prompt: raw data goes to a file, not into the reply (one file per
     company); ``notes="shared"`` asks every researcher for the same file, ``SHARED_NOTES_PATH``
-    (parallel children writing one file).
+    (parallel children writing one file). ``limit=False`` takes the limit on the reply
+    (``REPORT_LIMIT``) out of the prompt: ``UNLIMITED_RESEARCHER_PROMPT``.
     """
     if not (notes is False or notes is True or notes == "shared"):
         raise ValueError(f"notes must be False, True or 'shared', got {notes!r}")
     instruction = SHARED_NOTES_INSTRUCTION if notes == "shared" else NOTES_INSTRUCTION
-    prompt = f"{RESEARCHER_PROMPT} {instruction}" if notes else RESEARCHER_PROMPT
+    base = RESEARCHER_PROMPT if limit else UNLIMITED_RESEARCHER_PROMPT
+    prompt = f"{base} {instruction}" if notes else base
     return {"name": "researcher", "description": RESEARCHER_DESCRIPTION, "system_prompt": prompt,
             "tools": tools(**tool_options)}
 

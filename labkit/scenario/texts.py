@@ -24,16 +24,19 @@ __all__ = [
     "PREFERENCE_TURN",
     "QBR_REQUEST",
     "QBR_SKILL_PATH",
+    "REPORT_LIMIT",
     "REPORT_PATH",
     "REQUEST",
     "RESEARCHER_DESCRIPTION",
     "RESEARCHER_PROMPT",
+    "RESEARCHER_ROLE",
     "RISKS_PATH",
     "SHARED_NOTES_INSTRUCTION",
     "SHARED_NOTES_PATH",
     "SKILLS_SOURCE",
     "TRANSCRIPT_NOTE",
     "TURNS",
+    "UNLIMITED_RESEARCHER_PROMPT",
 ]
 
 # The files the user asks for.
@@ -85,6 +88,16 @@ RESEARCHER_PROMPT = (
     "You research one competitor for the weekly competitor report. Pull its market-data export and "
     "its news digest, then reply with a short report: each KPI with its exact figure, and the "
     "week's headline. The caller sees only your final reply, never your tool results."
+)
+# The researcher's role, and the limit on its reply (notebook 12): a researcher's system prompt
+# without REPORT_LIMIT sets no bound on what it returns, and the lab model then returns its tool
+# results whole (labkit.model.behaviour.act). UNLIMITED_RESEARCHER_PROMPT is RESEARCHER_PROMPT
+# with the limit taken out, nothing else changed.
+RESEARCHER_ROLE = "You research one competitor for the weekly competitor report."
+REPORT_LIMIT = "reply with a short report"
+UNLIMITED_RESEARCHER_PROMPT = (
+    "You research one competitor for the weekly competitor report. Pull its market-data export and "
+    "its news digest, then reply. The caller sees only your final reply, never your tool results."
 )
 
 # Skills and memory (notebook 13): where deepagents' SkillsMiddleware and MemoryMiddleware look.

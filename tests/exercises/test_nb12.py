@@ -1,54 +1,34 @@
-"""The checker of notebook 12's exercise accepts the right answer and rejects wrong ones.
+"""The checker of notebook 12's design task passes specs that keep the parent small and refuses
+the rest with the reason: no delegation (a vague description), a parent that grew (no limit on the
+reply), or a needle lost. Each answer is run by the checker itself — behaviour, not text."""
 
-The right answer is derived here from the uncapped run (the fewest leading BPE tokens of
-Brightloom's reply that hold the needle's figure), not typed in, so it follows the scenario.
-"""
-
-import numpy as np
 import pytest
 
 from labkit import scenario
 from labkit.exercises import nb12
-from labkit.tokens import encoding
+from labkit.isolate import SubagentSpec
 
 
-def _right() -> int:
-    run, children = nb12._fanout(10_000)  # a cap no reply reaches
-    assert run.score.needle_correct and not any(c.capped for c in children)
-    enc = encoding()
-    ids = enc.encode(children[0].reply)
-    return next(n for n in range(1, len(ids) + 1) if scenario.needle().answer in enc.decode(ids[:n]))
+@pytest.mark.parametrize("answer", [
+    scenario.researcher(),
+    scenario.researcher(notes=True),
+    SubagentSpec(**scenario.researcher()),
+], ids=["the researcher", "with notes in files", "as a SubagentSpec"])
+def test_q1_accepts_specs_that_keep_the_parent_small(answer):
+    assert nb12.q1.check(answer) == "Correct!"
 
 
-def test_the_right_cap_answers_and_one_token_less_does_not():
-    cap = _right()
-    assert nb12._answers(cap) and not nb12._answers(cap - 1)
-
-
-@pytest.mark.parametrize("kind", [int, float, np.int64])
-def test_q1_right_answer_passes(kind):
-    assert nb12.q1.check(kind(_right())) == "Correct!"
+def test_q1_solution_passes():
+    assert nb12.q1.check(nb12.q1.solve()) == "Correct!"
 
 
 @pytest.mark.parametrize("wrong, reason", [
-    ("71", "whole number"),
-    (True, "whole number"),
-    (70.5, "whole number"),
-    (0, "positive"),
-    (30, "cut before the figure"),
-    (400, "find the smallest"),
-])
-def test_q1_wrong_answers_fail_with_a_reason(wrong, reason):
+    (nb12.draft(), "made no task\\(\\) call"),
+    ({**nb12.draft(), "description": scenario.RESEARCHER_DESCRIPTION}, "largest request was"),
+    ({**scenario.researcher(), "description": "Helps the main agent with tasks."}, "made no task\\(\\) call"),
+    ({**scenario.researcher(), "tools": "fetch"}, "does not build"),
+    ("researcher", "a spec dict"),
+], ids=["the draft", "description only", "prompt only", "bad tools", "a name"])
+def test_q1_refuses_with_the_reason(wrong, reason):
     with pytest.raises(AssertionError, match=f"Not yet: .*{reason}"):
         nb12.q1.require(wrong)
-
-
-def test_one_token_less_or_more_than_the_right_answer_is_refused():
-    with pytest.raises(AssertionError, match="cut before the figure"):
-        nb12.q1.require(_right() - 1)
-    with pytest.raises(AssertionError, match="find the smallest"):
-        nb12.q1.require(_right() + 1)
-
-
-def test_the_solution_computes_the_same_answer():
-    assert nb12.q1.solve() == _right()

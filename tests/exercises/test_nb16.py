@@ -43,3 +43,40 @@ def test_q1_accepts_cures(cure):
 def test_q1_refuses_what_does_not_cure(wrong, reason):
     with pytest.raises(AssertionError, match=f"Not yet: .*{reason}"):
         nb16.q1.require(wrong)
+
+
+# -- q2, the capstone -------------------------------------------------------------------------
+
+
+def test_the_capstone_starts_sick():
+    model, run = nb16.capstone(nb16.START)
+    assert not all(nb16.eval_grid(run).values())
+    assert [f.key for f in diagnose.diagnose(run, model)] == ["hard_overflow"]
+
+
+@pytest.mark.parametrize("config", [
+    {"offload": 40_000},
+    {"offload": 40_000, "anchor": "todo"},
+    {"offload": 40_000, "subagents": True},
+], ids=["offload the big exports", "with a todo list", "with subagents"])
+def test_q2_accepts_configs_that_pass_the_grid_and_diagnose_clean(config):
+    assert nb16.q2.check(config) == "Correct!"
+
+
+@pytest.mark.parametrize("wrong, reason", [
+    (nb16.START, r"eval\(s\) failing: no call refused.*diagnose\(\) finds hard_overflow"),
+    ({"offload": 20_000}, r"every eval passes; diagnose\(\) finds tool_tax"),
+    ({"trigger": ("fraction", 0.6), "keep": ("messages", 6)}, "finds hard_overflow"),
+    ({"trigger": ("fraction", 0.6)}, "set trigger and keep together"),
+    ({"offload": 40_000, "anchor": "sticky note"}, "anchor must be one of"),
+    ({"offlaod": 40_000}, "unknown knob"),
+    ("offload", "a dict of knobs"),
+], ids=["all off", "offload everything", "summarize only", "trigger alone", "bad anchor", "typo",
+        "not a dict"])
+def test_q2_says_which_eval_fails_and_what_diagnose_found(wrong, reason):
+    with pytest.raises(AssertionError, match=f"Not yet: .*{reason}"):
+        nb16.q2.require(wrong)
+
+
+def test_q2_solution_passes():
+    assert nb16.q2.check(nb16.q2.solve()) == "Correct!"

@@ -21,7 +21,7 @@ from deepagents.middleware.summarization import (
 )
 from langchain.agents.middleware.summarization import DEFAULT_SUMMARY_PROMPT
 from langchain_core.exceptions import ContextOverflowError
-from langchain_core.messages import AIMessage, HumanMessage, ToolMessage, get_buffer_string
+from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage, get_buffer_string
 from langchain_core.tools import tool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import BaseModel
@@ -394,6 +394,25 @@ def test_as_a_subagent_with_raw_output_it_returns_the_dump():
                    [HumanMessage(scenario.research_request("BRLM"))], DATA_TOOLS)
     assert scenario.export_text("BRLM") in report.content
     assert scenario.news_text("BRLM") in report.content
+
+
+@pytest.mark.parametrize("limit", [True, False])
+def test_as_a_subagent_it_returns_what_its_system_prompt_asks_for(limit):
+    """The researcher's prompt with the limit (a short report) or without it (nothing bounds the
+    reply): the same task, the same tools; only the limit differs, and so does the reply."""
+    prompt = scenario.researcher(limit=limit)["system_prompt"]
+    assert (scenario.REPORT_LIMIT in prompt) is limit
+    report = drive(LabModel(), [SystemMessage(prompt), HumanMessage(scenario.research_request("BRLM"))],
+                   DATA_TOOLS)
+    assert (scenario.export_text("BRLM") in report.content) is not limit
+    assert (f"net_revenue_retention_q3={FIGURE}" in report.content) is limit
+
+
+def test_raw_subagent_output_forces_the_dump_whatever_the_prompt_says():
+    report = drive(LabModel(raw_subagent_output=True),
+                   [SystemMessage(scenario.RESEARCHER_PROMPT),
+                    HumanMessage(scenario.research_request("BRLM"))], DATA_TOOLS)
+    assert scenario.export_text("BRLM") in report.content
 
 
 # -- outside the scenarios ----------------------------------------------------------------------
