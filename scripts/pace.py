@@ -6,7 +6,7 @@ The rule (printed in the README, section "How long each notebook takes"):
 - code: the non-blank lines of every code cell a learner sees, read and run at 6 lines a minute
   (cells whose source is hidden — the checks that make a notebook a test — are not counted);
 - exercises: 6 minutes for each question checked with ``.check(``;
-- each total rounded up to the next 5 minutes.
+- the core path and the deep dives each rounded up to the next 5 minutes; the total is their sum.
 
 A notebook's sections are its ``## `` headings. A heading that ends with ``(deep dive)`` starts
 a deep dive, and so does ``## On your model`` (it needs a model of your own to say anything new);
@@ -56,7 +56,7 @@ def cell_minutes(cell) -> float:
 
 
 def minutes(path: Path) -> dict[str, int]:
-    """A notebook's core path, deep dives and total, in minutes rounded up to the next 5."""
+    """A notebook's core path and deep dives, each rounded up to the next 5 minutes, and their sum."""
     nb = nbformat.read(path, as_version=4)
     core = deep = 0.0
     in_deep = False
@@ -70,7 +70,7 @@ def minutes(path: Path) -> dict[str, int]:
         else:
             core += cell_minutes(cell)
     up = lambda m: 5 * math.ceil(m / 5)  # noqa: E731
-    return {"core": up(core), "deep": up(deep), "total": up(core + deep)}
+    return {"core": up(core), "deep": up(deep), "total": up(core) + up(deep)}
 
 
 def time_line(m: dict[str, int]) -> str:
