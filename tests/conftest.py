@@ -151,3 +151,14 @@ def assert_snapshot(name: str, text: str) -> None:
         path.write_text(text + "\n", encoding="utf-8")
     assert path.is_file(), f"missing snapshot {path}; write it with LABKIT_UPDATE_SNAPSHOTS=1"
     assert text + "\n" == path.read_text(encoding="utf-8"), f"{name} changed"
+
+
+def pytest_terminal_summary(terminalreporter):
+    """Figures a test recorded to be read, not judged: the browser test's input → redraw latency
+    per panel (``record_property("latency_ms …", ms)``), printed at the end of the run."""
+    lines = [f"  {name}: {value} ms" for report in terminalreporter.stats.get("passed", [])
+             if report.when == "call" for name, value in report.user_properties
+             if name.startswith("latency_ms")]
+    if lines:
+        terminalreporter.write_sep("-", "input -> redraw latency in chromium (a figure, not a check)")
+        terminalreporter.write_line("\n".join(lines))

@@ -77,8 +77,15 @@ def _delete_kernels(base: str, token: str) -> None:
         _api(base, token, f"/api/kernels/{kernel['id']}", "DELETE")
 
 
-def _notebook() -> dict:
-    source = "from labkit import widgets\n\npanel = widgets.offload_panel()\npanel"
+PANELS = {  # panel -> (the cell that shows it, how a learner moves it)
+    "offload": ("from labkit import widgets\n\npanel = widgets.offload_panel()\npanel", "End on tool_limit"),
+    "knobs": ("from labkit import widgets\n\npanel = widgets.knobs()\npanel", "ArrowRight on trigger"),
+    "clinic": ("from labkit import widgets\n\npanel = widgets.clinic()\npanel",
+               "click 'orphan tool message'"),
+}
+
+
+def _notebook(source: str = PANELS["offload"][0]) -> dict:
     return {"nbformat": 4, "nbformat_minor": 5,
             "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}},
             "cells": [{"cell_type": "code", "id": "panel", "metadata": {}, "execution_count": None,
@@ -93,6 +100,8 @@ def lab(tmp_path_factory):
     served, config, runtime = root / "served", root / "config", root / "runtime"
     served.mkdir()
     (served / NOTEBOOK).write_text(json.dumps(_notebook(), indent=1), encoding="utf-8")
+    for name, (source, _) in PANELS.items():
+        (served / f"panel_{name}.ipynb").write_text(json.dumps(_notebook(source), indent=1), encoding="utf-8")
     (config / "labconfig").mkdir(parents=True)
     (config / "labconfig" / "page_config.json").write_text(json.dumps(
         {"disabledExtensions": {"@jupyterlab/apputils-extension:announcements": True}}))
@@ -271,3 +280,40 @@ def test_moving_the_tool_limit_slider_redraws_the_run(lab, page, tmp_path):
         assert "needle answered correctly: yes" in bottom["status"]
         assert low["evicted"] > start["evicted"] and low["peak"] < start["peak"]
         assert low["peak"] == max(bottom["traces"]["seen by the model"])
+
+
+_REDRAWN = """before => {
+    const gd = document.querySelector('.widget-output .js-plotly-plot');
+    const status = document.querySelector('.widget-html-content').innerText;
+    return gd && gd.layout.title.text !== before.title && !status.includes('re-running')
+        ? performance.now() : false;
+}"""
+
+
+@pytest.mark.parametrize("panel", PANELS)
+def test_each_panel_redraws_after_a_move_and_says_how_long(lab, page, tmp_path, panel, record_property):
+    """Input → redraw latency of each panel, as a learner meets it: the time from the key press
+    (or click) to the first animation frame that shows the new figure (its title names the new
+    setting).
+    A figure to read, printed in the test summary (``tests/conftest.py``), never a pass/fail time."""
+    base, token = lab
+    with screenshot_on_failure(page, tmp_path / "failure.png"):
+        page.goto(f"{base}/lab/tree/panel_{panel}.ipynb?token={token}&reset")
+        _run_all(page)
+        page.locator(".widget-output .js-plotly-plot .main-svg").first.wait_for()
+        before = page.evaluate("""() => ({
+            title: document.querySelector('.widget-output .js-plotly-plot').layout.title.text,
+            status: document.querySelector('.widget-html-content').innerText})""")
+        if panel == "clinic":
+            button = page.get_by_role("button", name="orphan tool message")
+            start = page.evaluate("performance.now()")
+            button.click()
+        else:
+            knob = "tool_limit" if panel == "offload" else "trigger"
+            page.locator(".widget-hslider", has_text=knob).locator(".noUi-handle").focus()
+            start = page.evaluate("performance.now()")
+            page.keyboard.press("End" if panel == "offload" else "ArrowRight")
+        done = page.wait_for_function(_REDRAWN, arg=before, polling="raf").json_value()
+        latency = done - start
+        assert latency > 0, "the redraw came after the move"
+        record_property(f"latency_ms {panel} ({PANELS[panel][1]})", round(latency))
