@@ -13,6 +13,7 @@ the scenario), offloading (it edits the messages themselves), the ``compact_conv
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -39,6 +40,11 @@ from labkit.trace import KINDS, MESSAGE_KINDS, CallRecord, compaction_marks, kin
 __all__ = ["NEEDLE_OUTCOMES", "Replay", "Trajectory", "replay", "synthetic_run", "trajectory"]
 
 NEEDLE_OUTCOMES = ("visible", "archive", "lost", "absent", "overflow")
+# Where a summary splits into pieces BPE counts apart: after a newline, before a non-space. No
+# pre-token of the o200k / cl100k patterns spans such a boundary, so the pieces' counts add up
+# to the whole's (tests/test_replay.py checks it on every replayed summary), and the lines most
+# summaries share are counted once (labkit._token_cache): a cold slider move re-counts only new lines.
+_PIECES = re.compile(r"(?<=\n)(?=\S)")
 
 
 def _xml(message: BaseMessage) -> str:
@@ -213,7 +219,7 @@ def _summary(t: Trajectory, shown: list[BaseMessage], last: Event | None, cut: i
         n_in = template + t.xml_prefix[absolute] - t.xml_prefix[first] + (
             t.counter.text(head[0]) if head else 0)
         summary = lab_summary(text, keep_figures=keep_figures)
-        t.memo[key] = (summary, n_in, t.counter.text(summary))
+        t.memo[key] = (summary, n_in, sum(t.counter.text(piece) for piece in _PIECES.split(summary)))
     return t.memo[key]
 
 

@@ -23,7 +23,7 @@ import pytest
 from labkit import LabModel, plots, scenario
 from labkit.replay import NEEDLE_OUTCOMES, Replay, replay, synthetic_run, trajectory
 from labkit.summarize import SummarizeMiddleware, events_of
-from labkit.tokens import TokenCounter, cost, message_text
+from labkit.tokens import TokenCounter, cost, encoding, message_text
 from labkit.trace import compaction_marks
 
 
@@ -254,3 +254,19 @@ def test_replay_over_200_calls(synthetic):
     rep = replay(t, window=128_000)
     assert rep.calls == 200 and rep.died_at is None and len(rep.events) > 10
     assert max(rep.seen) <= 128_000 and rep.tokens_sent < sum(r.seen for r in synthetic.records)
+
+
+@pytest.mark.parametrize("keep_figures", [False, True])
+def test_a_summary_counted_line_by_line_is_counted_exactly(keep_figures):
+    """A cold slider move counts each new summary by its lines (shared lines cached once); the sum
+    is the whole summary's BPE count, for every summary a range of settings makes."""
+    t = trajectory(synthetic_run(60))
+    for trigger in (0.3, 0.5, 0.85):
+        for keep in (0.02, 0.1, 0.2):
+            replay(t, window=128_000, trigger=("fraction", trigger), keep=("fraction", keep),
+                   keep_figures=keep_figures)
+    made = [v for v in t.memo.values() if isinstance(v, tuple) and len(v) == 3 and isinstance(v[0], str)]
+    assert len(made) > 20, f"only {len(made)} summaries made"
+    whole = encoding()
+    for summary, _, counted in made:
+        assert counted == len(whole.encode(summary, disallowed_special=())), "the lines add up to the whole"
