@@ -34,17 +34,18 @@ from labkit.summarize import (
     summary_message,
     summary_prompt,
 )
-from labkit.tokens import PRICES, TokenCounter, cost, message_text
+from labkit.tokens import PRICES, TOKENS_PER_MESSAGE, TokenCounter, cost, message_text
 from labkit.trace import KINDS, MESSAGE_KINDS, CallRecord, compaction_marks, kind_of
 
 __all__ = ["NEEDLE_OUTCOMES", "Replay", "Trajectory", "replay", "synthetic_run", "trajectory"]
 
 NEEDLE_OUTCOMES = ("visible", "archive", "lost", "absent", "overflow")
-# Where a summary splits into pieces BPE counts apart: after a newline, before a non-space. No
-# pre-token of the o200k / cl100k patterns spans such a boundary, so the pieces' counts add up
-# to the whole's (tests/test_replay.py checks it on every replayed summary), and the lines most
-# summaries share are counted once (labkit._token_cache): a cold slider move re-counts only new lines.
-_PIECES = re.compile(r"(?<=\n)(?=\S)")
+# Where a summary splits into pieces BPE counts apart: after a newline, before a character that is
+# neither space nor "/". A pre-token of o200k (or cl100k) holds a newline only if it is all
+# whitespace or punctuation followed by [\r\n/]*, so none spans such a boundary: the pieces' counts
+# add up to the whole's (tests/test_replay.py checks every replayed summary), and the lines most
+# summaries share are counted once (labkit._token_cache): a cold slider move counts only new lines.
+_PIECES = re.compile(r"(?<=\n)(?=[^\s/])")
 
 
 def _xml(message: BaseMessage) -> str:
@@ -219,8 +220,13 @@ def _summary(t: Trajectory, shown: list[BaseMessage], last: Event | None, cut: i
         n_in = template + t.xml_prefix[absolute] - t.xml_prefix[first] + (
             t.counter.text(head[0]) if head else 0)
         summary = lab_summary(text, keep_figures=keep_figures)
-        t.memo[key] = (summary, n_in, sum(t.counter.text(piece) for piece in _PIECES.split(summary)))
+        t.memo[key] = (summary, n_in, _by_lines(t.counter, summary))
     return t.memo[key]
+
+
+def _by_lines(counter: TokenCounter, text: str) -> int:
+    """BPE tokens of a summary, or of the message carrying it, counted piece by piece (``_PIECES``)."""
+    return sum(counter.text(piece) for piece in _PIECES.split(text))
 
 
 class _Prefix(Sequence):
@@ -283,7 +289,8 @@ class _Session:
         self.events.append(event)
         self.event_calls.append(i)
         self.event_records.append(len(self.records))  # the next record is the first to see its view
-        self.summary_tokens = self.t.counter.message(summary_message(event))
+        carried = message_text(summary_message(event))
+        self.summary_tokens = _by_lines(self.t.counter, carried) + TOKENS_PER_MESSAGE
         return True
 
     def record(self, i: int, n: int, error: str | None = None) -> int:

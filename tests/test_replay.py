@@ -22,7 +22,7 @@ import pytest
 
 from labkit import LabModel, plots, scenario
 from labkit.replay import NEEDLE_OUTCOMES, Replay, replay, synthetic_run, trajectory
-from labkit.summarize import SummarizeMiddleware, events_of
+from labkit.summarize import SummarizeMiddleware, events_of, summary_message
 from labkit.tokens import TokenCounter, cost, encoding, message_text
 from labkit.trace import compaction_marks
 
@@ -270,3 +270,9 @@ def test_a_summary_counted_line_by_line_is_counted_exactly(keep_figures):
     whole = encoding()
     for summary, _, counted in made:
         assert counted == len(whole.encode(summary, disallowed_special=())), "the lines add up to the whole"
+    result = replay(t, window=128_000, trigger=("fraction", 0.3), keep=("fraction", 0.05))
+    assert result.events, "the replay compacted"
+    for event, at in zip(result.events, result.event_records, strict=True):
+        if at < len(result.records):
+            fresh = len(whole.encode(message_text(summary_message(event)), disallowed_special=())) + 3
+            assert result.records[at].by_kind["summary"] == fresh, "the summary message, counted by lines"
