@@ -15,8 +15,9 @@
 #      ([tool.uv] compile-bytecode in pyproject.toml) so kernels start fast.
 # uv never downloads a Python (UV_PYTHON_DOWNLOADS=never): it uses $(PYTHON).
 #
-# Other targets: make setup (steps 1-3 only), make lock (maintainers: re-lock and re-export
-# requirements.lock for conda/Binder; needs PyPI), make clean (remove .tools/ and .venv/).
+# Other targets: make setup (steps 1-3 only), make lock (maintainers: re-lock, re-export
+# requirements.lock for conda and binder/requirements.txt for Binder; needs PyPI), make clean
+# (remove .tools/ and .venv/).
 
 PYTHON ?= python3
 UV_VERSION := 0.13.9
@@ -93,6 +94,8 @@ $(SYNCED): uv.lock pyproject.toml | $(TOOLS)/.uv-$(UV_VERSION)
 lock: $(TOOLS)/.uv-$(UV_VERSION)
 	$(UV) lock
 	$(UV) export --frozen --all-extras --no-emit-project --no-hashes --output-file requirements.lock
+	$(UV) export --frozen --no-dev --extra course --group binder --no-emit-project --no-hashes \
+	  --output-file binder/requirements.txt
 
 clean:
 	rm -rf $(TOOLS) $(VENV) .pytest_cache .hypothesis .benchmarks

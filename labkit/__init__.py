@@ -8,9 +8,11 @@
 ``evals`` targeted evals (14, 15) · ``diagnose`` symptom → cause → remedy (16) ·
 ``exercises`` the notebooks' exercises and their checkers.
 
-Nothing happens at import: no global settings, seeds or downloads.
+Nothing happens at import: no global settings, seeds or downloads. ``labkit.__version__`` is the
+installed distribution's version (``labkit-context`` on PyPI; pyproject.toml's ``version``).
 """
 
+from labkit._version import __version__ as __version__
 from labkit.model import LabModel, get_model
 from labkit.tokens import approx_tokens, count_tokens
 from labkit.trace import Recorder

@@ -1,8 +1,9 @@
 """The install story stays consistent: one set of pins, two ways in, one test command.
 
-uv.lock is the source of truth. requirements.lock is exported from it for conda/Binder
-(environment.yml), the Makefile pins the uv that reads it, and .ci/run runs the README's test
-command. Pure file reading: no network, no install.
+uv.lock is the source of truth. requirements.lock (everything, for pip) and binder/requirements.txt
+(the course without the test tools, for Binder and conda: binder/environment.yml, environment.yml)
+are exported from it by `make lock`, the Makefile pins the uv that reads it, and .ci/run runs the
+README's test command. Pure file reading: no network, no install (the built wheel is tests/test_wheel.py).
 """
 
 from __future__ import annotations
@@ -18,9 +19,13 @@ import pytest
 import yaml
 from nbval.plugin import get_sanitize_patterns
 from packaging.requirements import Requirement
+from packaging.specifiers import SpecifierSet
 from packaging.utils import canonicalize_name
 
 ROOT = Path(__file__).resolve().parent.parent
+BINDER_REQS = ROOT / "binder" / "requirements.txt"
+TEST_ONLY = {"pytest", "pytest-timeout", "pytest-xdist", "nbval", "hypothesis", "langchain-tests",
+             "playwright", "ruff"}
 PIN = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)==([^\s;]+)\s*(?:;\s*(.+))?$")
 
 
@@ -51,11 +56,51 @@ def test_requirements_lock_has_exactly_uv_locks_pins():
     locked = lock_versions()
     project = canonicalize_name(tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["name"])
     pins = exported_pins((ROOT / "requirements.lock").read_text())
-    wrong = [f"{n}=={v} (uv.lock has {sorted(locked.get(n, []))})"
-             for n, v in pins if v not in locked.get(n, set())]
-    assert not wrong, "requirements.lock disagrees with uv.lock; run `make lock`: " + ", ".join(wrong)
-    missing = {n for n in locked if n != project} - {n for n, _ in pins}
-    assert not missing, f"in uv.lock but not exported to requirements.lock: {sorted(missing)}"
+    binder = exported_pins(BINDER_REQS.read_text())
+    for name, exported in (("requirements.lock", pins), ("binder/requirements.txt", binder)):
+        wrong = [f"{n}=={v} (uv.lock has {sorted(locked.get(n, []))})"
+                 for n, v in exported if v not in locked.get(n, set())]
+        assert not wrong, f"{name} disagrees with uv.lock; run `make lock`: " + ", ".join(wrong)
+    missing = {n for n in locked if n != project} - {n for n, _ in pins + binder}
+    assert not missing, f"in uv.lock but exported to neither file: {sorted(missing)}"
+
+
+def export_commands() -> dict[str, str]:
+    """The `uv export` command each exported file's header records, by output file."""
+    commands = {}
+    for path in (ROOT / "requirements.lock", BINDER_REQS):
+        command = path.read_text().splitlines()[1].removeprefix("#").strip()
+        commands[path.relative_to(ROOT).as_posix()] = command
+    return commands
+
+
+def test_exported_files_come_from_make_lock():
+    recipe = (ROOT / "Makefile").read_text().split("\nlock:", 1)[1].split("\n\n", 1)[0]
+    recipe = re.sub(r"\\\n\s*", "", recipe).replace("$(UV) ", "uv ")
+    for path, command in export_commands().items():
+        assert command.startswith("uv export --frozen") and command.endswith(f"--output-file {path}")
+        assert command in recipe, f"{path} was exported by {command!r}, which `make lock` does not run"
+
+
+def test_binder_installs_the_course_without_the_test_tools():
+    names = {n for n, _ in exported_pins(BINDER_REQS.read_text())}
+    assert not names & TEST_ONLY, f"binder/requirements.txt installs test tools: {sorted(names & TEST_ONLY)}"
+    course = {"jupyterlab", "ipywidgets", "plotly", "ipykernel", "deepagents", "langchain"}
+    assert course <= names, f"binder/requirements.txt lacks {sorted(course - names)}"
+    assert TEST_ONLY <= {n for n, _ in exported_pins((ROOT / "requirements.lock").read_text())}, (
+        "requirements.lock keeps the test tools' pins")
+
+
+def test_binder_replaces_the_base_images_notebook():
+    """repo2docker's base environment has notebook 7.4 (jupyterlab<4.5); the course's jupyterlab is
+    4.6, so Binder must install a notebook 7.6 in the same step (it requires jupyterlab>=4.6.6,<4.7)."""
+    pins = dict(exported_pins(BINDER_REQS.read_text()))
+    assert pins["notebook"].startswith("7.6."), pins["notebook"]
+    assert pins["jupyterlab"].startswith("4.6."), pins["jupyterlab"]
+    groups = tomllib.loads((ROOT / "pyproject.toml").read_text())["dependency-groups"]
+    assert [canonicalize_name(Requirement(r).name) for r in groups["binder"]] == ["notebook"]
+    assert "notebook" not in dict(exported_pins((ROOT / "requirements.lock").read_text())), (
+        "notebook is Binder's only: .venv (make lab) does not get it")
 
 
 def test_exported_pins_are_parsed_not_skipped():
@@ -72,7 +117,7 @@ def test_uv_lock_matches_pyproject_dependencies():
     (me,) = [p for p in lock["package"] if p["name"] == project["name"]]
 
     def norm(req: Requirement, extra: str | None) -> tuple:
-        return (canonicalize_name(req.name), str(req.specifier), extra)
+        return (canonicalize_name(req.name), req.specifier, extra)
 
     wanted = {norm(Requirement(r), None) for r in project["dependencies"]}
     for extra, reqs in project.get("optional-dependencies", {}).items():
@@ -80,22 +125,41 @@ def test_uv_lock_matches_pyproject_dependencies():
     solved = set()
     for r in me["metadata"]["requires-dist"]:
         extra = re.search(r"extra == '([^']+)'", r.get("marker", ""))
-        solved.add((canonicalize_name(r["name"]), r.get("specifier", ""), extra and extra[1]))
+        solved.add((canonicalize_name(r["name"]), SpecifierSet(r.get("specifier", "")), extra and extra[1]))
     assert wanted == solved, ("pyproject.toml and uv.lock disagree; run `make lock`. "
                               f"only in pyproject: {sorted(wanted - solved)}; "
                               f"only in uv.lock: {sorted(solved - wanted)}")
 
 
-def test_environment_yml_installs_the_exported_pins():
-    env = yaml.safe_load((ROOT / "environment.yml").read_text())
+def test_specifiers_compare_parsed_not_as_strings():
+    """uv writes '>=1.6,<1.7' where packaging may print '<1.7,>=1.6': the same requirement."""
+    assert SpecifierSet("<1.7,>=1.6") == SpecifierSet(">=1.6,<1.7")
+    assert len({SpecifierSet("<1.7,>=1.6"), SpecifierSet(">=1.6, <1.7")}) == 1
+    assert SpecifierSet("<1.7,>=1.6") != SpecifierSet(">=1.6,<1.8")
+
+
+def pip_lines(env_file: Path) -> list[str]:
+    env = yaml.safe_load(env_file.read_text())
     assert env["channels"] == ["conda-forge"]
     deps = env["dependencies"]
     assert "python=3.11" in deps and "pip" in deps
     (pip_section,) = [d["pip"] for d in deps if isinstance(d, dict)]
-    assert "-r requirements.lock" in pip_section, pip_section
-    assert "-e ." in pip_section, pip_section
+    return pip_section
+
+
+@pytest.mark.parametrize("env_file", ["environment.yml", "binder/environment.yml"])
+def test_environment_yml_installs_the_course_pins(env_file):
+    """conda and mamba (Binder's repo2docker too) run the pip section in the file's own folder."""
+    path = ROOT / env_file
+    here = path.parent
+    lines = pip_lines(path)
+    (req,) = [ln.split(None, 1)[1] for ln in lines if ln.startswith("-r ")]
+    assert (here / req).resolve() == BINDER_REQS, f"{env_file} installs {req}, not binder/requirements.txt"
+    (editable,) = [ln.split(None, 1)[1] for ln in lines if ln.startswith("-e ")]
+    assert (here / editable).resolve() == ROOT, f"{env_file}: -e {editable} is not the repository"
+    assert len(lines) == 2, lines
     requires = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["requires-python"]
-    assert requires == ">=3.11", "environment.yml pins python=3.11: keep them in step"
+    assert requires == ">=3.11", "the environment files pin python=3.11: keep them in step"
 
 
 def ci_command() -> str:
@@ -119,7 +183,7 @@ def test_makefile_pins_uv_and_syncs_frozen():
     version = re.search(r"^UV_VERSION\s*:?=\s*(\d+\.\d+\.\d+)\s*$", makefile, re.MULTILINE)
     assert version, "the Makefile must pin uv: UV_VERSION := X.Y.Z"
     assert "pip install" in makefile and "uv==$(UV_VERSION)" in makefile
-    assert "$(UV) sync --frozen --all-extras" in makefile
+    assert "$(UV) sync --frozen --all-extras" in makefile, "extras and dev group; never the binder group"
     assert "UV_PYTHON_DOWNLOADS := never" in makefile
     assert "--dist loadfile" in makefile, "plain -n scatters a notebook's cells over workers"
 

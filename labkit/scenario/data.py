@@ -3,7 +3,8 @@
 Notebook 01 introduces it: five competitors, a market-data export each (some tens of thousands of
 tokens) with one exact KPI buried in the first — the *needle* — and a news digest each, in English
 or Chinese; notebook 05 adds a meeting transcript, notebook 13 a skill and a memory file. The
-files live in the repository's ``data/`` (or ``$LABKIT_DATA``), made by ``scripts/make_data.py``.
+files live in the repository's ``data/`` (or ``$LABKIT_DATA``), made by ``scripts/make_data.py``; the
+wheel carries the same files as ``labkit/_data``.
 
 What it leaves out: what the agent is asked (``texts``), what counts as done (``steps``) and
 running an agent (``harness``).
@@ -50,14 +51,24 @@ __all__ = [
 ]
 
 
+PACKAGED_DATA = Path(__file__).resolve().parents[1] / "_data"  # in an installed wheel only
+CHECKOUT_DATA = Path(__file__).resolve().parents[2] / "data"  # labkit/scenario/data.py -> the repository
+
+
 def data_dir() -> Path:
-    """Where the data set lives: ``$LABKIT_DATA`` or the repository's ``data/``. Notebook 01."""
-    repo = Path(__file__).resolve().parents[2]  # labkit/scenario/data.py -> the repository
-    path = Path(os.environ.get("LABKIT_DATA") or repo / "data")
+    """Where the data set lives: ``$LABKIT_DATA``, else the copy inside an installed wheel
+    (``labkit/_data``), else the repository's ``data/``. Notebook 01."""
+    if os.environ.get("LABKIT_DATA"):
+        path = Path(os.environ["LABKIT_DATA"])
+    elif (PACKAGED_DATA / "companies.json").is_file():
+        path = PACKAGED_DATA
+    else:
+        path = CHECKOUT_DATA
     if not (path / "companies.json").is_file():
         raise FileNotFoundError(
-            f"labkit's data set is missing: no companies.json in {path}. Run "
-            "`python scripts/make_data.py` in the repository, or set LABKIT_DATA to its data/ folder."
+            f"labkit's data set is missing: no companies.json in {path}. In a checkout, run "
+            "`python scripts/make_data.py`; an installed labkit-context wheel carries it in "
+            "labkit/_data (reinstall it); or set LABKIT_DATA to a data/ folder."
         )
     return path
 
