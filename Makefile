@@ -113,7 +113,8 @@ $(TOOLS)/.uv-$(UV_VERSION):
 
 # Step 3. Re-runs when uv.lock or pyproject.toml is newer than the stamp (or .venv is gone).
 $(SYNCED): uv.lock pyproject.toml | $(TOOLS)/.uv-$(UV_VERSION)
-	$(UV) sync --frozen --all-extras --python "$$($(PYTHON) -c 'import sys; print(sys.executable)')"
+	@echo "Building .venv/ from uv.lock (the first time only: see the README for how long it takes) ..."
+	$(UV) sync --frozen --all-extras --quiet --python "$$($(PYTHON) -c 'import sys; print(sys.executable)')"
 	@touch $@
 
 # Maintainers only (needs PyPI): after changing dependencies in pyproject.toml.
