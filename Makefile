@@ -18,7 +18,9 @@
 #
 #   4. (make lab / make setup) JupyterLab's settings overrides into .venv (no news prompt, no update
 #      check: scripts/jupyterlab_overrides.json), and, in a git clone, the clean filter that lets git
-#      see notebooks without their outputs (scripts/nbstrip.py, named in .gitattributes).
+#      see notebooks without their outputs (scripts/nbstrip.py, named in .gitattributes); make lab's
+#      server refreshes git's index after saving a notebook that was only run
+#      (scripts/jupyter_lab_config.py), so git status stays clean and git pull can update it.
 #
 # Other targets: make setup (steps 1-4 only), make reset (notebooks back as committed; NB=04 for
 # one; edited ones are copied to .reset-backup/ first), make lock (maintainers: re-lock and re-export
@@ -48,7 +50,7 @@ LAB_QUIET := --ServerApp.log_level=WARN --LabApp.log_level=WARN
 NB ?=
 
 lab: $(SYNCED) $(LAB_OVERRIDES) nbstrip-filter
-	@flags="--ip=127.0.0.1 $(LAB_QUIET)"; \
+	@flags="--ip=127.0.0.1 $(LAB_QUIET) --config=$(CURDIR)/scripts/jupyter_lab_config.py"; \
 	if [ "$$(id -u)" = 0 ]; then flags="$$flags --allow-root"; fi; \
 	echo "Starting JupyterLab on notebooks/ (start with START_HERE.md; Ctrl-C twice stops it)."; \
 	if [ "$$(uname -s)" = Linux ] && [ -z "$${DISPLAY:-}$${WAYLAND_DISPLAY:-}" ]; then \

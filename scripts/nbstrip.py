@@ -1,11 +1,12 @@
 """A git "clean" filter for the notebooks: git sees a notebook as it is committed, without outputs.
 
 JupyterLab saves a notebook with its outputs, execution counts, the kernel's language details and
-widget state; this filter drops them before git compares or stores the file, so running a notebook
-leaves ``git status`` clean and a later ``git pull`` has nothing to conflict with. What a learner
-types into a cell is kept: that is a real change (``make reset`` undoes it). Standard library
-only, so it runs with any Python 3, fast, even after ``make clean``. Its output is nbformat's own
-layout (``nbformat.write``), so every committed notebook passes through it unchanged.
+widget state; this filter drops them before git compares or stores the file, so ``git diff`` of a
+run notebook is empty and nothing of a run can be committed; ``post_save`` (JupyterLab's hook, set
+by ``make lab``) then refreshes git's index so ``git status`` is clean and ``git pull`` updates the
+notebook. What a learner types into a cell is kept: that is a real change (``make reset``).
+Standard library only, so any Python 3 runs it, even after ``make clean``. Its output is
+nbformat's own layout (``nbformat.write``), so every committed notebook passes through unchanged.
 
     python scripts/nbstrip.py < in.ipynb > out.ipynb     # the filter (git runs it)
     python scripts/nbstrip.py notebooks/04_*.ipynb        # strip files in place
@@ -15,6 +16,7 @@ layout (``nbformat.write``), so every committed notebook passes through it uncha
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
 from pathlib import Path
 
@@ -68,6 +70,32 @@ def clean(text: str) -> str:
     if not isinstance(nb, dict) or "cells" not in nb:
         return text
     return dumps(strip(nb))
+
+
+def _git(cwd: Path, *args: str, stdin: str | None = None) -> str:
+    return subprocess.run(["git", *args], cwd=cwd, input=stdin, capture_output=True, check=True,
+                          text=True, encoding="utf-8", timeout=30).stdout.strip()
+
+
+def post_save(model=None, os_path=None, contents_manager=None, **kwargs) -> bool:
+    """JupyterLab's post-save hook (scripts/jupyter_lab_config.py): after a save that changed only
+    outputs, ``git add`` the notebook — git stores nothing new (the filter strips the outputs) but
+    records the file's new size, without which ``git status`` lists the notebook and ``git pull``
+    refuses to update it. A notebook whose cells were edited is left alone. Never raises.
+    """
+    if not model or model.get("type") != "notebook" or not os_path:
+        return False
+    path = Path(os_path)
+    try:
+        root = Path(_git(path.parent, "rev-parse", "--show-toplevel"))
+        rel = path.resolve().relative_to(root.resolve()).as_posix()
+        staged = _git(root, "ls-files", "--stage", "--", rel).split()
+        if len(staged) < 2 or _git(root, "hash-object", "--path", rel, "--", rel) != staged[1]:
+            return False  # not tracked, the filter not set up, or cells edited: a real change
+        _git(root, "add", "--", rel)
+        return True
+    except (OSError, ValueError, subprocess.SubprocessError):
+        return False
 
 
 def main(paths: list[str]) -> int:
