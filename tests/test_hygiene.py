@@ -241,3 +241,12 @@ def test_make_labs_server_prints_only_the_url_and_a_saved_run_leaves_git_clean(c
     output = "".join(lines) + rest
     assert not re.findall(r"^\[I ", output, re.MULTILINE), f"info lines at WARN:\n{output}"
     assert "Warning" not in output, output
+
+
+def test_the_readme_states_what_the_makefile_does():
+    readme = " ".join((ROOT / "README.md").read_text().split())
+    assert f"`{_makefile_var('LAB_QUIET')}`" in readme, "the README names make lab's quiet options"
+    assert _makefile_var("LAB_OVERRIDES").replace("$(VENV)", ".venv") in readme, "where the override goes"
+    overrides = json.loads((ROOT / "scripts" / "jupyterlab_overrides.json").read_text())
+    assert overrides["@jupyterlab/apputils-extension:notification"]["checkForUpdates"] is False, "no checks"
+    assert "make reset NB=04" in readme, "the README shows make reset"
