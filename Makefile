@@ -1,6 +1,7 @@
 # labkit — two commands for a fresh machine that has only Python >= 3.11 and make:
 #
-#   make lab     set everything up, then open JupyterLab on notebooks/
+#   make lab     set everything up, then open JupyterLab on notebooks/ (quietly: warnings only,
+#                the URL to open, no news prompt)
 #   make test    set everything up, then lint (ruff, configured in pyproject.toml) and run the whole
 #                test suite (what CI runs; under CI, as root, it also apt-get installs Debian's
 #                chromium for the browser test)
@@ -15,7 +16,14 @@
 #      ([tool.uv] compile-bytecode in pyproject.toml) so kernels start fast.
 # uv never downloads a Python (UV_PYTHON_DOWNLOADS=never): it uses $(PYTHON).
 #
-# Other targets: make setup (steps 1-3 only), make lock (maintainers: re-lock, re-export
+#   4. (make lab / make setup) JupyterLab's settings overrides into .venv (no news prompt, no update
+#      check: scripts/jupyterlab_overrides.json), and, in a git clone, the clean filter that lets git
+#      see notebooks without their outputs (scripts/nbstrip.py, named in .gitattributes); make lab's
+#      server refreshes git's index after saving a notebook that was only run
+#      (scripts/jupyter_lab_config.py), so git status stays clean and git pull can update it.
+#
+# Other targets: make setup (steps 1-4 only), make reset (notebooks back as committed; NB=04 for
+# one; edited ones are copied to .reset-backup/ first), make lock (maintainers: re-lock, re-export
 # requirements.lock for conda and binder/requirements.txt for Binder; needs PyPI), make clean
 # (remove .tools/ and .venv/).
 
@@ -34,16 +42,23 @@ BENCH_ARGS ?=
 
 export UV_PYTHON_DOWNLOADS := never
 
-.PHONY: lab test bench setup lock clean
+.PHONY: lab test bench setup lock clean reset nbstrip-filter
 
-lab: $(SYNCED)
-	@flags="--ip=127.0.0.1"; \
+# Where JupyterLab reads settings overrides (its app_settings_dir: <prefix>/share/jupyter/lab/settings).
+LAB_OVERRIDES := $(VENV)/share/jupyter/lab/settings/overrides.json
+# Warnings only: the server still prints the URL to open (at CRITICAL), and nothing else.
+LAB_QUIET := --ServerApp.log_level=WARN --LabApp.log_level=WARN
+NB ?=
+
+lab: $(SYNCED) $(LAB_OVERRIDES) nbstrip-filter
+	@flags="--ip=127.0.0.1 $(LAB_QUIET) --config=$(CURDIR)/scripts/jupyter_lab_config.py"; \
 	if [ "$$(id -u)" = 0 ]; then flags="$$flags --allow-root"; fi; \
+	echo "Starting JupyterLab on notebooks/ (start with START_HERE.md; Ctrl-C twice stops it)."; \
 	if [ "$$(uname -s)" = Linux ] && [ -z "$${DISPLAY:-}$${WAYLAND_DISPLAY:-}" ]; then \
 	  flags="$$flags --no-browser"; \
-	  echo "No display found: open the http://127.0.0.1:... URL printed below in your browser."; \
+	  echo "No display found: open the http://127.0.0.1:.../lab?token=... URL printed below in your browser."; \
 	fi; \
-	set -x; exec $(VENV)/bin/jupyter lab notebooks/ $$flags $(LAB_ARGS)
+	exec $(VENV)/bin/jupyter lab notebooks/ $$flags $(LAB_ARGS)
 
 # Under CI only (CI set, as root, on Debian/Ubuntu), install Debian's chromium first if it is
 # missing, so tests/test_browser.py really runs there (about 25 s). A learner's `make test` never
@@ -60,7 +75,21 @@ test: $(SYNCED)
 bench: $(SYNCED)
 	$(VENV)/bin/python bench/run_all.py $(BENCH_ARGS)
 
-setup: $(SYNCED)
+setup: $(SYNCED) $(LAB_OVERRIDES) nbstrip-filter
+
+$(LAB_OVERRIDES): scripts/jupyterlab_overrides.json $(SYNCED)
+	@mkdir -p $(@D)
+	@cp scripts/jupyterlab_overrides.json $@
+
+# In a git clone only: git passes every notebook through scripts/nbstrip.py (standard library, so
+# the base Python runs it) before it compares or stores it, so running a notebook leaves git clean.
+nbstrip-filter:
+	@if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then \
+	  git config filter.nbstrip.clean "'$$($(PYTHON) -c 'import sys; print(sys.executable)')' scripts/nbstrip.py"; \
+	fi
+
+reset:
+	@$(PYTHON) scripts/reset_notebooks.py $(NB)
 
 # Step 1 and 2. The stamp's name carries the uv version, so changing UV_VERSION reinstalls uv.
 $(TOOLS)/.uv-$(UV_VERSION):
@@ -87,7 +116,8 @@ $(TOOLS)/.uv-$(UV_VERSION):
 
 # Step 3. Re-runs when uv.lock or pyproject.toml is newer than the stamp (or .venv is gone).
 $(SYNCED): uv.lock pyproject.toml | $(TOOLS)/.uv-$(UV_VERSION)
-	$(UV) sync --frozen --all-extras --python "$$($(PYTHON) -c 'import sys; print(sys.executable)')"
+	@echo "Building .venv/ from uv.lock (the first time only: see the README for how long it takes) ..."
+	$(UV) sync --frozen --all-extras --quiet --python "$$($(PYTHON) -c 'import sys; print(sys.executable)')"
 	@touch $@
 
 # Maintainers only (needs PyPI): after changing dependencies in pyproject.toml.

@@ -14,7 +14,8 @@ everything else — the title cell, the numbered core sections, the exercise, wh
 the core path, which must take at most 45 minutes.
 
     python scripts/pace.py           # print the table
-    python scripts/pace.py --write   # write each notebook's time line and the README table
+    python scripts/pace.py --write   # write each notebook's time line, the README table and the
+                                     # course map in notebooks/START_HERE.md (scripts/course_index.py)
 """
 
 from __future__ import annotations
@@ -101,6 +102,8 @@ def write(times: dict[str, dict[str, int]]) -> None:
     text = README.read_text()
     start, stop = text.index(BEGIN) + len(BEGIN), text.index(END)
     README.write_text(text[:start] + "\n" + readme_table(times) + "\n" + text[stop:])
+    import course_index  # a sibling script that imports this one: here, not at the top (a cycle)
+    course_index.write(times)
 
 
 def main() -> int:

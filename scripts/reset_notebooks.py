@@ -1,0 +1,70 @@
+"""``make reset``: put notebooks back as the course ships them (the last commit), keeping your edits.
+
+A notebook whose cells you changed is first copied to ``.reset-backup/<time>/`` (ignored by git);
+one that only differs by outputs — it was run — is reset without a copy, since nothing is lost.
+Reset a notebook while its tab is closed (or reload it afterwards: File ▸ Reload Notebook from
+Disk), or JupyterLab's autosave writes the old version back.
+
+    python scripts/reset_notebooks.py          # every notebook
+    python scripts/reset_notebooks.py 04 07    # notebooks 04 and 07
+"""
+
+from __future__ import annotations
+
+import datetime
+import subprocess
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import nbstrip  # noqa: E402  (a sibling script, not a package)
+
+
+def _git(root: Path, *args: str) -> str:
+    return subprocess.run(["git", *args], cwd=root, check=True, capture_output=True,
+                          text=True, encoding="utf-8").stdout
+
+
+def tracked(root: Path, numbers: list[str]) -> list[str]:
+    """The committed notebooks to reset: all of them, or those whose names start with numbers."""
+    names = _git(root, "ls-tree", "--name-only", "HEAD", "notebooks/").split("\n")
+    names = [n for n in names if n.endswith(".ipynb") and n[len("notebooks/"):][:2].isdigit()]
+    if numbers:
+        names = [n for n in names if n[len("notebooks/"):][:2] in {x.zfill(2) for x in numbers}]
+    return names
+
+
+def reset(root: Path, numbers: list[str], stamp: str | None = None) -> list[str]:
+    """Reset the notebooks; return one line per notebook changed, saying what happened."""
+    stamp = stamp or datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
+    done = []
+    for name in tracked(root, numbers):
+        committed = _git(root, "show", f"HEAD:{name}")
+        path = root / name
+        current = path.read_text(encoding="utf-8") if path.exists() else None
+        if current == committed:
+            continue
+        if current is not None and nbstrip.clean(current) != committed:
+            backup = root / ".reset-backup" / stamp / path.name
+            backup.parent.mkdir(parents=True, exist_ok=True)
+            backup.write_text(current, encoding="utf-8")
+            done.append(f"reset {name} (your version: {backup.relative_to(root)})")
+        else:
+            done.append(f"reset {name}")
+        path.write_text(committed, encoding="utf-8")
+    return done
+
+
+def main(argv: list[str]) -> int:
+    root = Path(__file__).resolve().parents[1]
+    try:
+        lines = reset(root, argv)
+    except (OSError, subprocess.CalledProcessError) as error:
+        print(f"error: make reset needs a git clone of the course and git ({error})", file=sys.stderr)
+        return 1
+    print("\n".join(lines) if lines else "every notebook is as committed: nothing to reset")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,78 @@
+"""notebooks/START_HERE.md, the index JupyterLab can open: its course map is the pace rule's, its
+commands and settings are the ones the Makefile and labkit have, and every notebook points to it.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from labkit import yourmodel
+from labkit.model import providers
+
+ROOT = Path(__file__).resolve().parents[1]
+INDEX = ROOT / "notebooks" / "START_HERE.md"
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+_spec = importlib.util.spec_from_file_location("course_index", ROOT / "scripts" / "course_index.py")
+course_index = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(course_index)
+pace = course_index.pace
+TEXT = INDEX.read_text(encoding="utf-8")
+
+
+def test_the_course_map_is_the_pace_rules():
+    times = {path.stem: pace.minutes(path) for path in NOTEBOOKS}
+    assert course_index.table(times) in TEXT, "run: python scripts/pace.py --write"
+
+
+def test_the_map_links_every_notebook_with_what_it_teaches():
+    knowing = course_index.leaves_knowing()
+    for path in NOTEBOOKS:
+        assert f"]({path.name})" in TEXT, f"{path.name} is not linked"
+        assert knowing.get(path.name[:2]), f"the README's course table has no row for {path.name[:2]}"
+
+
+def test_the_rule_stated_is_the_scripts():
+    flat = " ".join(TEXT.split())
+    assert f"{pace.WORDS_PER_MINUTE} words a minute" in flat, "words a minute"
+    assert f"{pace.LINES_PER_MINUTE} lines a minute" in flat, "lines a minute"
+    assert f"{pace.MINUTES_PER_EXERCISE} minutes for each exercise question" in flat, "exercise minutes"
+    assert f"at most {pace.CORE_LIMIT} minutes" in flat, "the core path's limit"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name[:2])
+def test_the_first_cell_points_to_the_index_not_the_readme(path):
+    first = nbformat.read(path, as_version=4).cells[0].source
+    assert '(see "Using a real model" in [START_HERE.md](START_HERE.md))' in first, "the pointer"
+    assert "## Using a real model" in TEXT, "START_HERE.md has the section the notebooks name"
+
+
+def test_the_reset_commands_are_the_makefiles():
+    makefile = (ROOT / "Makefile").read_text()
+    assert re.search(r"^reset:", makefile, re.MULTILINE), "make reset exists"
+    assert "scripts/reset_notebooks.py $(NB)" in makefile, "NB= picks the notebook"
+    assert "make reset NB=04" in TEXT, "the index shows NB="
+    assert ".reset-backup/" in (ROOT / ".gitignore").read_text(), "backups stay out of git"
+
+
+def test_the_real_model_commands_are_the_readmes_and_the_variables_labkit_reads():
+    readme = (ROOT / "README.md").read_text()
+    commands = re.findall(r"^LABKIT_MODEL=.*$", TEXT, re.MULTILINE)
+    assert len(commands) >= 3, "the index shows how to start with a real model"
+    for command in commands:
+        assert command in readme, f"not in the README: {command}"
+    source = Path(providers.__file__).read_text()
+    for name in ("LABKIT_MODEL", "LABKIT_BASE_URL", "LABKIT_WINDOW"):
+        assert name in TEXT, f"{name} is not explained"
+        assert name in source, f"labkit no longer reads {name}"
+    assert f"`{yourmodel.BUDGET_ENV}` (default {yourmodel.DEFAULT_BUDGET:,})" in " ".join(TEXT.split())
+
+
+def test_the_files_it_names_exist():
+    for name in ("README.md", "GLOSSARY.md", "labkit", "data", "scripts/nbstrip.py"):
+        assert name in TEXT, f"{name} is not named"
+        assert (ROOT / name).exists(), f"{name} is named but missing"

@@ -1,0 +1,252 @@
+"""A learner's working copy stays clean: running a notebook leaves git clean, ``make reset`` puts
+notebooks back (keeping edits in .reset-backup/), ``make lab`` is quiet and never asks about news.
+
+The git filter (scripts/nbstrip.py, .gitattributes, set up by the Makefile) and ``make reset``
+(scripts/reset_notebooks.py) run for real in a throwaway git repository; JupyterLab's settings
+override is read by jupyterlab_server's own reader; ``make lab``'s quiet options are read from
+``make -n lab`` and tried on a real server.
+"""
+
+from __future__ import annotations
+
+import copy
+import importlib.util
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import nbformat
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+FIRST = NOTEBOOKS[0]
+GIT = shutil.which("git")
+MAKE = shutil.which("make")
+
+
+def _script(name: str):
+    spec = importlib.util.spec_from_file_location(name, ROOT / "scripts" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+nbstrip = _script("nbstrip")
+
+
+def run_by_jupyterlab(path: Path) -> str:
+    """The notebook as JupyterLab saves it after Run All: outputs, counts, kernel details, widgets."""
+    nb = nbformat.read(path, as_version=4)
+    nb.metadata.kernelspec.display_name = "Python 3"
+    nb.metadata.language_info = {"name": "python", "version": "3.12.1", "mimetype": "text/x-python",
+                                 "codemirror_mode": {"name": "ipython", "version": 3}}
+    nb.metadata.widgets = {"application/vnd.jupyter.widget-state+json": {"state": {}}}
+    for n, cell in enumerate(c for c in nb.cells if c.cell_type == "code"):
+        cell.execution_count = n + 1
+        cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text="ran\n"),
+                        nbformat.v4.new_output("display_data", data={"text/plain": "42"})]
+        cell.metadata["execution"] = {"iopub.execute_input": "2026-01-01T00:00:00Z"}
+        cell.metadata["scrolled"] = True
+    return nbformat.writes(nb) + "\n"
+
+
+# --- the filter ---------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("path", sorted((ROOT / "notebooks").glob("*.ipynb")), ids=lambda p: p.name[:2])
+def test_every_committed_notebook_passes_through_the_filter_unchanged(path):
+    text = path.read_text(encoding="utf-8")
+    assert nbstrip.clean(text) == text, f"run: python scripts/nbstrip.py {path.relative_to(ROOT)}"
+
+
+def test_a_notebook_run_in_jupyterlab_comes_out_as_committed():
+    ran = run_by_jupyterlab(FIRST)
+    assert "execution_count\": 1" in ran, "the run copy should carry execution counts"
+    assert nbstrip.clean(ran) == FIRST.read_text(encoding="utf-8"), "the filter should undo the run"
+
+
+def test_the_filter_keeps_what_a_learner_types_and_passes_other_text_through():
+    nb = json.loads(FIRST.read_text(encoding="utf-8"))
+    edited = copy.deepcopy(nb)
+    code = next(c for c in edited["cells"] if c["cell_type"] == "code")
+    code["source"] = ["answer = 42\n"]
+    assert "answer = 42" in nbstrip.clean(json.dumps(edited)), "an edit is a real change"
+    assert nbstrip.clean("not json\n") == "not json\n", "text that is not a notebook passes through"
+
+
+def _git(repo: Path, *args: str) -> str:
+    env = {**os.environ, "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1"}
+    return subprocess.run([GIT, "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=repo, env=env,
+                          check=True, capture_output=True, text=True).stdout
+
+
+@pytest.fixture
+def clone(tmp_path):
+    """A git repository holding the course's Makefile, scripts, .gitattributes and two notebooks."""
+    if GIT is None or MAKE is None:
+        pytest.skip("needs git and make")
+    repo = tmp_path / "course"
+    (repo / "notebooks").mkdir(parents=True)
+    shutil.copytree(ROOT / "scripts", repo / "scripts")
+    for name in ("Makefile", ".gitattributes", ".gitignore"):
+        shutil.copy(ROOT / name, repo / name)
+    for path in NOTEBOOKS[:2]:
+        shutil.copy(path, repo / "notebooks" / path.name)
+    _git(repo, "init", "-q")
+    subprocess.run([MAKE, "-s", "nbstrip-filter", f"PYTHON={sys.executable}"], cwd=repo, check=True,
+                   env={**os.environ, "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1"})
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-qm", "course")
+    return repo
+
+
+def test_make_sets_up_the_filter_named_in_gitattributes(clone):
+    assert "notebooks/*.ipynb filter=nbstrip" in (ROOT / ".gitattributes").read_text()
+    command = _git(clone, "config", "filter.nbstrip.clean").strip()
+    assert command.endswith("scripts/nbstrip.py"), command
+
+
+def _run_in_jupyterlab(path: Path) -> None:
+    time.sleep(1.1)  # a new mtime, so git re-reads the file
+    path.write_text(run_by_jupyterlab(FIRST), encoding="utf-8")
+
+
+def test_after_a_run_git_is_clean_and_pull_updates_the_notebook(clone):
+    path = clone / "notebooks" / FIRST.name
+    _git(clone, "checkout", "-q", "-b", "fix")
+    path.write_text(path.read_text(encoding="utf-8").replace("Why context explodes", "Why it explodes"))
+    _git(clone, "commit", "-qam", "a course fix")
+    _git(clone, "checkout", "-q", "-")
+    _run_in_jupyterlab(path)
+    assert _git(clone, "diff") == "", "git diff shows nothing of a run"
+    assert nbstrip.post_save(model={"type": "notebook"}, os_path=str(path)), "the hook refreshes git"
+    assert _git(clone, "status", "--porcelain") == "", "running a notebook should leave git clean"
+    _git(clone, "merge", "-q", "--ff-only", "fix")
+    assert "Why it explodes" in path.read_text(encoding="utf-8"), "the pull updated the notebook"
+
+
+def test_an_edited_notebook_stays_a_change_until_checked_out(clone):
+    path = clone / "notebooks" / FIRST.name
+    committed = path.read_text(encoding="utf-8")
+    _run_in_jupyterlab(path)
+    edited = nbformat.read(path, as_version=4)
+    next(c for c in edited.cells if c.cell_type == "code").source = "answer = 42"
+    nbformat.write(edited, path)
+    assert not nbstrip.post_save(model={"type": "notebook"}, os_path=str(path)), "an edit is not staged"
+    assert _git(clone, "status", "--porcelain").strip() == f"M notebooks/{FIRST.name}"
+    _git(clone, "checkout", "--", f"notebooks/{FIRST.name}")
+    assert path.read_text(encoding="utf-8") == committed, "git checkout restores an edited notebook"
+
+
+# --- make reset ---------------------------------------------------------------------------------
+
+def test_make_reset_restores_notebooks_and_keeps_a_copy_of_edits(clone):
+    ran, edited = (clone / "notebooks" / p.name for p in NOTEBOOKS[:2])
+    committed = {p: p.read_text(encoding="utf-8") for p in (ran, edited)}
+    ran.write_text(run_by_jupyterlab(NOTEBOOKS[0]), encoding="utf-8")
+    nb = nbformat.read(edited, as_version=4)
+    nb.cells[0].source += "\n\nmy notes"
+    nbformat.write(nb, edited)
+    out = subprocess.run([MAKE, "-s", "reset", f"NB={NOTEBOOKS[1].name[:2]}", f"PYTHON={sys.executable}"],
+                         cwd=clone, check=True, capture_output=True, text=True).stdout
+    assert edited.read_text(encoding="utf-8") == committed[edited], out
+    assert ran.read_text(encoding="utf-8") != committed[ran], "NB= resets only that notebook"
+    backups = list((clone / ".reset-backup").glob(f"*/{edited.name}"))
+    assert len(backups) == 1, "an edited notebook is copied before it is reset"
+    assert "my notes" in backups[0].read_text(encoding="utf-8"), "the copy holds the edit"
+    out = subprocess.run([MAKE, "-s", "reset", f"PYTHON={sys.executable}"], cwd=clone, check=True,
+                         capture_output=True, text=True).stdout
+    assert ran.read_text(encoding="utf-8") == committed[ran], out
+    assert len(list((clone / ".reset-backup").rglob("*.ipynb"))) == 1, "a run notebook needs no copy"
+    assert _git(clone, "status", "--porcelain") == "", ".reset-backup/ is ignored by git"
+
+
+# --- make lab -----------------------------------------------------------------------------------
+
+def _makefile_var(name: str) -> str:
+    match = re.search(rf"^{name}\s*:?=\s*(.+)$", (ROOT / "Makefile").read_text(), re.MULTILINE)
+    assert match, f"the Makefile defines {name}"
+    return match.group(1).strip()
+
+
+def test_the_news_setting_is_written_where_jupyterlab_reads_it(tmp_path):
+    from jupyterlab.commands import get_app_dir  # the installed JupyterLab's own answer
+    from jupyterlab_server.settings_utils import _get_overrides
+
+    read_at = Path(get_app_dir()).resolve() / "settings" / "overrides.json"
+    target = _makefile_var("LAB_OVERRIDES").replace("$(VENV)", str(Path(sys.prefix).resolve()))
+    assert Path(target) == read_at, f"JupyterLab reads {read_at}, the Makefile writes {target}"
+    shutil.copy(ROOT / "scripts" / "jupyterlab_overrides.json", tmp_path / "overrides.json")
+    overrides, error = _get_overrides(str(tmp_path))
+    assert not error, error
+    notification = overrides["@jupyterlab/apputils-extension:notification"]
+    assert notification["fetchNews"] == "false", "'false' is the schema's Never: no news, no prompt"
+    schema = json.loads((Path(get_app_dir()) / "schemas" / "@jupyterlab" / "apputils-extension"
+                         / "notification.json").read_text())["properties"]
+    assert {"const": "false", "title": "Never"} in schema["fetchNews"]["oneOf"], "the schema's Never"
+    assert set(notification) <= set(schema), "every key is one the installed schema knows"
+
+
+def test_make_lab_installs_the_settings_and_the_filter_and_runs_quietly():
+    if MAKE is None:
+        pytest.skip("needs make")
+    plan = subprocess.run([MAKE, "-n", "lab"], cwd=ROOT, capture_output=True, text=True, check=True).stdout
+    assert "scripts/jupyterlab_overrides.json" in plan, "make lab copies the settings override"
+    assert "filter.nbstrip.clean" in plan, "make lab sets up the git filter"
+    assert "--ServerApp.log_level=WARN --LabApp.log_level=WARN" in plan
+    assert f"--config={ROOT}/scripts/jupyter_lab_config.py" in plan, "the post-save hook"
+    assert re.search(r"uv sync --frozen --all-extras --quiet", plan), "the package list is not printed"
+
+
+def test_make_labs_server_prints_only_the_url_and_a_saved_run_leaves_git_clean(clone, tmp_path):
+    quiet = _makefile_var("LAB_QUIET").split()
+    env = {**os.environ, "JUPYTER_RUNTIME_DIR": str(tmp_path / "r"),
+           "JUPYTER_CONFIG_DIR": str(tmp_path / "c"),
+           "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1"}
+    server = subprocess.Popen([sys.executable, "-m", "jupyterlab", "notebooks", "--no-browser",
+                               "--ip=127.0.0.1", "--port=0", "--allow-root", *quiet,
+                               f"--config={clone}/scripts/jupyter_lab_config.py"], cwd=clone,
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+    lines, url = [], None
+    try:
+        deadline = time.monotonic() + 120
+        while url is None and time.monotonic() < deadline:
+            line = server.stdout.readline()
+            lines.append(line)
+            url = re.search(r"http://127\.0\.0\.1:(\d+)/lab\?token=(\w+)", line)
+            if not line:
+                break
+        assert url, "".join(lines)
+        port, token = url.groups()
+        nb = json.loads(run_by_jupyterlab(FIRST))
+        time.sleep(1.1)
+        request = urllib.request.Request(
+            f"http://127.0.0.1:{port}/api/contents/{FIRST.name}", method="PUT",
+            data=json.dumps({"type": "notebook", "format": "json", "content": nb}).encode(),
+            headers={"Authorization": f"token {token}", "Content-Type": "application/json"})
+        with urllib.request.urlopen(request, timeout=60) as response:
+            assert response.status == 200, response.status
+        saved = (clone / "notebooks" / FIRST.name).read_text(encoding="utf-8")
+        assert '"output_type"' in saved, "the server saved the outputs to disk"
+        assert _git(clone, "status", "--porcelain") == "", "after the save, git is clean"
+    finally:
+        server.terminate()
+        rest, _ = server.communicate(timeout=30)
+    output = "".join(lines) + rest
+    assert not re.findall(r"^\[I ", output, re.MULTILINE), f"info lines at WARN:\n{output}"
+    assert "Warning" not in output, output
+
+
+def test_the_readme_states_what_the_makefile_does():
+    readme = " ".join((ROOT / "README.md").read_text().split())
+    assert f"`{_makefile_var('LAB_QUIET')}`" in readme, "the README names make lab's quiet options"
+    assert _makefile_var("LAB_OVERRIDES").replace("$(VENV)", ".venv") in readme, "where the override goes"
+    overrides = json.loads((ROOT / "scripts" / "jupyterlab_overrides.json").read_text())
+    assert overrides["@jupyterlab/apputils-extension:notification"]["checkForUpdates"] is False, "no checks"
+    assert "make reset NB=04" in readme, "the README shows make reset"
