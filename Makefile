@@ -16,7 +16,8 @@
 # uv never downloads a Python (UV_PYTHON_DOWNLOADS=never): it uses $(PYTHON).
 #
 # Other targets: make setup (steps 1-3 only), make lock (maintainers: re-lock and re-export
-# requirements.lock for conda/Binder; needs PyPI), make clean (remove .tools/ and .venv/).
+# requirements.lock for conda/Binder; needs PyPI), make canary (maintainers: the suite on the newest
+# releases; needs PyPI), make clean (remove .tools/ and .venv/).
 
 PYTHON ?= python3
 UV_VERSION := 0.13.9
@@ -24,16 +25,18 @@ TOOLS := .tools
 VENV := .venv
 UV := $(TOOLS)/bin/uv
 SYNCED := $(VENV)/.labkit-synced
+SYNC = $(UV) sync --frozen --all-extras --python "$$($(PYTHON) -c 'import sys; print(sys.executable)')"
 # Two workers, whole files per worker (--dist loadfile): plain -n would scatter one notebook's
 # cells over both workers and break it.
 PYTEST_JOBS ?= 2
 PYTEST_ARGS ?=
 LAB_ARGS ?=
 BENCH_ARGS ?=
+CANARY_ARGS ?=
 
 export UV_PYTHON_DOWNLOADS := never
 
-.PHONY: lab test bench setup lock clean
+.PHONY: lab test bench setup lock canary clean
 
 lab: $(SYNCED)
 	@flags="--ip=127.0.0.1"; \
@@ -59,7 +62,12 @@ test: $(SYNCED)
 bench: $(SYNCED)
 	$(VENV)/bin/python bench/run_all.py $(BENCH_ARGS)
 
-setup: $(SYNCED)
+# Always syncs (a no-op in a second when nothing changed), so it also restores the tested versions
+# after a `pip install -U` in .venv (labkit.versions.check() names this command); lab, test and
+# bench sync only when uv.lock or pyproject.toml changes.
+setup: | $(TOOLS)/.uv-$(UV_VERSION)
+	$(SYNC)
+	@touch $(SYNCED)
 
 # Step 1 and 2. The stamp's name carries the uv version, so changing UV_VERSION reinstalls uv.
 $(TOOLS)/.uv-$(UV_VERSION):
@@ -86,8 +94,14 @@ $(TOOLS)/.uv-$(UV_VERSION):
 
 # Step 3. Re-runs when uv.lock or pyproject.toml is newer than the stamp (or .venv is gone).
 $(SYNCED): uv.lock pyproject.toml | $(TOOLS)/.uv-$(UV_VERSION)
-	$(UV) sync --frozen --all-extras --python "$$($(PYTHON) -c 'import sys; print(sys.executable)')"
+	$(SYNC)
 	@touch $@
+
+# Maintainers only (needs PyPI; 10 minutes or more): the newest releases of the runtime dependencies,
+# resolved without uv.lock into a throwaway venv under a temp dir, then the suite there and a report
+# of what broke (scripts/canary.py). Not part of `make test`. CANARY_ARGS="-- -x -q" to pass pytest options.
+canary: $(TOOLS)/.uv-$(UV_VERSION)
+	$(TOOLS)/bin/python scripts/canary.py --uv $(UV) --python "$$($(PYTHON) -c 'import sys; print(sys.executable)')" $(CANARY_ARGS)
 
 # Maintainers only (needs PyPI): after changing dependencies in pyproject.toml.
 lock: $(TOOLS)/.uv-$(UV_VERSION)

@@ -21,7 +21,7 @@ from typing import Any
 
 from labkit.versions import RESTORE, TESTED, check
 
-__all__ = ["FEATURES", "EVENT_KEYS", "Feature", "FeatureChanged", "missing", "require", "summarization_event",
+__all__ = ["EVENT_KEYS", "FEATURES", "Feature", "FeatureChanged", "missing", "require", "summarization_event",
            "summarization_session_id", "summary_call_tags", "summary_helper", "trim_for_summary"]
 
 EVENT_KEYS = ("cutoff_index", "summary_message", "file_path", "created_at_index")
@@ -161,6 +161,9 @@ FEATURES: tuple[Feature, ...] = (
           probe=lambda: "nostream" in (_summary_tags() or ())),
     _ours("langchain", "_trim_messages_for_summary", "SummarizationMiddleware has _trim_messages_for_summary",
           "01 10 14", _LC_SUMMARIZATION, "SummarizationMiddleware._trim_messages_for_summary"),
+    _ours("langchain", "_determine_cutoff_index (langchain)",
+          "SummarizationMiddleware has _determine_cutoff_index", "01 08",
+          _LC_SUMMARIZATION, "SummarizationMiddleware._determine_cutoff_index"),
     _ours("langchain", "_create_summary", "SummarizationMiddleware has _create_summary", "10",
           _LC_SUMMARIZATION, "SummarizationMiddleware._create_summary"),
     _ours("langchain", "_find_safe_cutoff_point", "SummarizationMiddleware has _find_safe_cutoff_point",
