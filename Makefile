@@ -63,7 +63,7 @@ bench: $(SYNCED)
 	$(VENV)/bin/python bench/run_all.py $(BENCH_ARGS)
 
 # Always syncs (a no-op in a second when nothing changed), so it also restores the tested versions
-# after a `pip install -U` in .venv (labkit.versions.check() names this command); lab, test and
+# after a `pip install -U` in .venv (labkit.versions.compare() names this command); lab, test and
 # bench sync only when uv.lock or pyproject.toml changes.
 setup: | $(TOOLS)/.uv-$(UV_VERSION)
 	$(SYNC)

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
-from labkit.versions import RESTORE, TESTED, check
+from labkit.versions import RESTORE, TESTED, compare
 
 __all__ = ["EVENT_KEYS", "FEATURES", "Feature", "FeatureChanged", "missing", "require", "summarization_event",
            "summarization_session_id", "summary_call_tags", "summary_helper", "trim_for_summary"]
@@ -47,7 +47,7 @@ class Feature:
     def changed(self, found: str = "") -> FeatureChanged:
         """The error to raise when the installed package lacks this feature (``found``: what it has)."""
         tested = TESTED.get(self.package, "?")
-        installed = next((d.installed for d in check().differences if d.package == self.package), tested)
+        installed = next((d.installed for d in compare().differences if d.package == self.package), tested)
         also = f" ({found})" if found else ""
         return FeatureChanged(f"{self.package} {tested}'s {self.what}; the installed {self.package} "
                               f"{installed or '(not installed)'} does not{also}. This cell was written "

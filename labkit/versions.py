@@ -3,8 +3,8 @@
 deepagents ships often (12 releases in 24 days) and the notebooks read some of its internals, so a
 learner on other versions should hear so before a cell fails. ``TESTED`` holds uv.lock's versions of
 the four packages the lessons lean on (``tests/test_versions.py`` keeps it in step with uv.lock);
-``check()`` compares them with what is installed and says, in one line, what differs and the command
-that restores the tested set. It reads package metadata only: nothing is imported or installed.
+``compare()`` sets them beside what is installed and says, in one line, what differs and the
+command that restores the tested set. It reads package metadata only: nothing is imported or installed.
 What it leaves out: the other packages of the lock (their drift rarely changes a lesson) and
 whether a newer version still works — ``make canary`` answers that for maintainers.
 """
@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from functools import cache
 from importlib import metadata
 
-__all__ = ["RESTORE", "TESTED", "Check", "Difference", "check"]
+__all__ = ["RESTORE", "TESTED", "Comparison", "Difference", "compare"]
 
 TESTED: dict[str, str] = {
     "deepagents": "0.7.32",
@@ -39,8 +39,8 @@ class Difference:
 
 
 @dataclass(frozen=True)
-class Check:
-    """What ``check()`` found: the differences (empty when all match) and one line saying so."""
+class Comparison:
+    """What ``compare()`` found: the differences (empty when all match) and one line saying so."""
 
     differences: tuple[Difference, ...]
     message: str
@@ -60,24 +60,24 @@ def _installed_version(package: str) -> str | None:
         return None
 
 
-def check(installed: dict[str, str | None] | None = None) -> Check:
+def compare(installed: dict[str, str | None] | None = None) -> Comparison:
     """Compare the installed versions (or ``installed``, a ``{package: version}`` to try) with
     ``TESTED``. Once per process for the real environment: the answer is computed once and reused.
 
-    >>> check({"deepagents": "0.7.20"}).message.split(";")[0]
+    >>> compare({"deepagents": "0.7.20"}).message.split(";")[0]
     'Not the versions this course was tested with: deepagents 0.7.20 (tested: 0.7.32)'
     """
     if installed is None:
-        return _check_installed()
+        return _compare_installed()
     found = [Difference(p, v, installed.get(p, v)) for p, v in TESTED.items()]
     differences = tuple(d for d in found if d.installed != d.tested)
     if not differences:
-        return Check((), "Tested versions: all match (" +
+        return Comparison((), "Tested versions: all match (" +
                      ", ".join(f"{p} {v}" for p, v in TESTED.items()) + ").")
-    return Check(differences, "Not the versions this course was tested with: " +
+    return Comparison(differences, "Not the versions this course was tested with: " +
                  ", ".join(map(str, differences)) + f"; a cell may fail — to restore them, {RESTORE}.")
 
 
 @cache
-def _check_installed() -> Check:
-    return check({p: _installed_version(p) for p in TESTED})
+def _compare_installed() -> Comparison:
+    return compare({p: _installed_version(p) for p in TESTED})

@@ -28,12 +28,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_PYTEST = ["-q", "-n", "2", "--dist", "loadfile"]
 NAME = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)")
-FAILED = re.compile(r"^(FAILED|ERROR) (\S+)(?: - (.*))?$")
+FAILED = re.compile(r"^(FAILED|ERROR) (.+?)(?: - (.*))?$")
 
 # Run inside the canary venv: what differs from the tested set, and which probed internals are gone.
 PROBE = """
 from labkit import installed, versions
-print(versions.check().message)
+print(versions.compare().message)
 gone = installed.missing()
 print(f"Internals the notebooks read: {len(installed.FEATURES) - len(gone)} of {len(installed.FEATURES)} present.")
 for feature in gone:
