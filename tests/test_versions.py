@@ -3,6 +3,7 @@ restores it, and that command really restores (make setup syncs even when the st
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -71,3 +72,11 @@ def test_make_setup_syncs_even_when_the_environment_looks_fresh(tmp_path):
     assert "sync --frozen" not in subprocess.run([*make, "lab"], capture_output=True, text=True).stdout
     out = subprocess.run([*make, "setup"], capture_output=True, text=True, check=True).stdout
     assert "sync --frozen" in out, out
+
+
+def test_notebook_01s_first_code_cell_prints_the_comparison():
+    """The README and issue 13 promise it there, where a learner starts."""
+    notebook = ROOT / "notebooks" / "01_why_context_explodes.ipynb"
+    cells = json.loads(notebook.read_text(encoding="utf-8"))["cells"]
+    first = "".join(next(c for c in cells if c["cell_type"] == "code")["source"])
+    assert "versions.compare()" in first and "print(" in first
