@@ -24,8 +24,8 @@
 #
 # Other targets: make setup (steps 1-4 only), make reset (notebooks back as committed; NB=04 for
 # one; edited ones are copied to .reset-backup/ first), make lock (maintainers: re-lock, re-export
-# requirements.lock for conda and binder/requirements.txt for Binder; needs PyPI), make clean
-# (remove .tools/ and .venv/).
+# requirements.lock for conda and binder/requirements.txt for Binder; needs PyPI), make canary
+# (maintainers: the suite on the newest releases; needs PyPI), make clean (remove .tools/ and .venv/).
 
 PYTHON ?= python3
 UV_VERSION := 0.13.9
@@ -33,16 +33,18 @@ TOOLS := .tools
 VENV := .venv
 UV := $(TOOLS)/bin/uv
 SYNCED := $(VENV)/.labkit-synced
+SYNC = $(UV) sync --frozen --all-extras --python "$$($(PYTHON) -c 'import sys; print(sys.executable)')"
 # Two workers, whole files per worker (--dist loadfile): plain -n would scatter one notebook's
 # cells over both workers and break it.
 PYTEST_JOBS ?= 2
 PYTEST_ARGS ?=
 LAB_ARGS ?=
 BENCH_ARGS ?=
+CANARY_ARGS ?=
 
 export UV_PYTHON_DOWNLOADS := never
 
-.PHONY: lab test bench setup lock clean reset nbstrip-filter
+.PHONY: lab test bench setup lock canary clean reset nbstrip-filter
 
 # Where JupyterLab reads settings overrides (its app_settings_dir: <prefix>/share/jupyter/lab/settings).
 LAB_OVERRIDES := $(VENV)/share/jupyter/lab/settings/overrides.json
@@ -75,7 +77,12 @@ test: $(SYNCED)
 bench: $(SYNCED)
 	$(VENV)/bin/python bench/run_all.py $(BENCH_ARGS)
 
-setup: $(SYNCED) $(LAB_OVERRIDES) nbstrip-filter
+# Always syncs (a no-op in a second when nothing changed), so it also restores the tested versions
+# after a `pip install -U` in .venv (labkit.versions.compare() names this command); lab, test and
+# bench sync only when uv.lock or pyproject.toml changes.
+setup: $(LAB_OVERRIDES) nbstrip-filter | $(TOOLS)/.uv-$(UV_VERSION)
+	$(SYNC)
+	@touch $(SYNCED)
 
 $(LAB_OVERRIDES): scripts/jupyterlab_overrides.json $(SYNCED)
 	@mkdir -p $(@D)
@@ -117,8 +124,14 @@ $(TOOLS)/.uv-$(UV_VERSION):
 # Step 3. Re-runs when uv.lock or pyproject.toml is newer than the stamp (or .venv is gone).
 $(SYNCED): uv.lock pyproject.toml | $(TOOLS)/.uv-$(UV_VERSION)
 	@echo "Building .venv/ from uv.lock (the first time only: see the README for how long it takes) ..."
-	$(UV) sync --frozen --all-extras --quiet --python "$$($(PYTHON) -c 'import sys; print(sys.executable)')"
+	$(SYNC) --quiet
 	@touch $@
+
+# Maintainers only (needs PyPI; 10 minutes or more): the newest releases of the runtime dependencies,
+# resolved without uv.lock into a throwaway venv under a temp dir, then the suite there and a report
+# of what broke (scripts/canary.py). Not part of `make test`. CANARY_ARGS="-- -x -q" to pass pytest options.
+canary: $(TOOLS)/.uv-$(UV_VERSION)
+	$(TOOLS)/bin/python scripts/canary.py --uv $(UV) --python "$$($(PYTHON) -c 'import sys; print(sys.executable)')" $(CANARY_ARGS)
 
 # Maintainers only (needs PyPI): after changing dependencies in pyproject.toml.
 lock: $(TOOLS)/.uv-$(UV_VERSION)
