@@ -33,7 +33,7 @@ TOOLS := .tools
 VENV := .venv
 UV := $(TOOLS)/bin/uv
 SYNCED := $(VENV)/.labkit-synced
-SYNC = $(UV) sync --frozen --all-extras --python "$$($(PYTHON) -c 'import sys; print(sys.executable)')"
+SYNC = $(UV) sync --frozen --all-extras --quiet --python "$$($(PYTHON) -c 'import sys; print(sys.executable)')"
 # Two workers, whole files per worker (--dist loadfile): plain -n would scatter one notebook's
 # cells over both workers and break it.
 PYTEST_JOBS ?= 2
@@ -124,7 +124,7 @@ $(TOOLS)/.uv-$(UV_VERSION):
 # Step 3. Re-runs when uv.lock or pyproject.toml is newer than the stamp (or .venv is gone).
 $(SYNCED): uv.lock pyproject.toml | $(TOOLS)/.uv-$(UV_VERSION)
 	@echo "Building .venv/ from uv.lock (the first time only: see the README for how long it takes) ..."
-	$(SYNC) --quiet
+	$(SYNC)
 	@touch $@
 
 # Maintainers only (needs PyPI; 10 minutes or more): the newest releases of the runtime dependencies,

@@ -196,7 +196,9 @@ def test_the_news_setting_is_written_where_jupyterlab_reads_it(tmp_path):
 def test_make_lab_installs_the_settings_and_the_filter_and_runs_quietly():
     if MAKE is None:
         pytest.skip("needs make")
-    plan = subprocess.run([MAKE, "-n", "lab"], cwd=ROOT, capture_output=True, text=True, check=True).stdout
+    # -B: every step, as a fresh clone runs it (here .venv may already be built)
+    plan = subprocess.run([MAKE, "-n", "-B", "lab"], cwd=ROOT, capture_output=True, text=True,
+                          check=True).stdout
     assert "scripts/jupyterlab_overrides.json" in plan, "make lab copies the settings override"
     assert "filter.nbstrip.clean" in plan, "make lab sets up the git filter"
     assert "--ServerApp.log_level=WARN --LabApp.log_level=WARN" in plan
