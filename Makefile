@@ -7,6 +7,9 @@
 #   make bench   set everything up, then run every benchmark in bench/ (a few minutes; CPU time,
 #                medians): it ends with one line, `bench: middleware_vs_floor=... first_plot_s=...`
 #                (bench/README.md). Run it on a quiet machine; BENCH_ARGS=--quick checks the driver.
+#   make book    set everything up, then run every notebook and write the course as a static HTML
+#                site to build/book/ (open build/book/index.html; offline, no CDN: scripts/book.py).
+#                BOOK_ARGS="--only 01 04" builds some notebooks only.
 #
 # Setup, done once and redone only when uv.lock or pyproject.toml changes:
 #   1. check that $(PYTHON) is Python >= 3.11;
@@ -30,10 +33,11 @@ PYTEST_JOBS ?= 2
 PYTEST_ARGS ?=
 LAB_ARGS ?=
 BENCH_ARGS ?=
+BOOK_ARGS ?=
 
 export UV_PYTHON_DOWNLOADS := never
 
-.PHONY: lab test bench setup lock clean
+.PHONY: lab test bench book setup lock clean
 
 lab: $(SYNCED)
 	@flags="--ip=127.0.0.1"; \
@@ -58,6 +62,9 @@ test: $(SYNCED)
 
 bench: $(SYNCED)
 	$(VENV)/bin/python bench/run_all.py $(BENCH_ARGS)
+
+book: $(SYNCED)
+	$(VENV)/bin/python scripts/book.py $(BOOK_ARGS)
 
 setup: $(SYNCED)
 

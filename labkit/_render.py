@@ -4,8 +4,8 @@
 not used there), so :func:`figure_output` asks the renderers named in ``plotly.io.renderers.default``
 (``PLOTLY_RENDERER`` sets it) for their mimetypes: ``plotly_mimetype`` (JupyterLab, ``vscode``)
 gives plotly's JSON, ``colab`` and ``notebook_connected`` HTML that loads plotly.js. Plotly's JSON
-is always there (JupyterLab draws it, tests read it). :func:`snapshot_html` is a panel as it last
-looked, for viewers with no kernel (``make book``); its figure needs plotly.js on the page.
+is always there (JupyterLab draws it, tests read it). :func:`snapshot_html` is a panel as it was
+when displayed, for viewers with no kernel (``make book``); its figure needs plotly.js on the page.
 What it leaves out: image renderers (``png``, ``svg``: kaleido on every move), ``iframe`` (it
 writes a file per figure) and renderers that open a browser.
 """
