@@ -2,8 +2,9 @@
 
 Each notebook is run top to bottom in a fresh kernel of this environment (on the lab model:
 LABKIT_MODEL, LABKIT_BASE_URL, LABKIT_WINDOW and PLOTLY_RENDERER are left out of its environment),
-in a temporary folder, so nothing in notebooks/ changes. nbconvert's HTML exporter (lab template)
-then writes one page per notebook, with these changes:
+in its own folder as JupyterLab and the tests run it; the run's outputs go to the page only, never
+back into the notebook file. nbconvert's HTML exporter (lab template) then writes one page per
+notebook, with these changes:
 
 - every plotly figure gets a text/html form drawn by plotly.js, which the page loads once from
   _static/plotly.min.js, copied from the installed plotly package (no CDN);
@@ -102,15 +103,16 @@ class _ThisPython(KernelSpecManager):
                                       **ipykernel.kernelspec.get_kernel_dict())
 
 
-def execute(nb, timeout: int = 300):
-    """Run ``nb`` in place, in a fresh kernel of this environment, in an empty temporary folder."""
+def execute(nb, cwd: Path, timeout: int = 300):
+    """Run ``nb`` in memory, in a fresh kernel of this environment started in ``cwd``."""
     env = {k: v for k, v in os.environ.items() if k not in UNSET}
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
-    with tempfile.TemporaryDirectory(prefix="labkit-book-") as cwd:
+    with tempfile.TemporaryDirectory(prefix="labkit-book-") as sockets:
         km = KernelManager(kernel_name="python3", kernel_spec_manager=_ThisPython(), transport="ipc",
-                           ip=str(Path(cwd) / "kernel"))
+                           ip=str(Path(sockets) / "kernel"))
         try:
-            NotebookClient(nb, km=km, timeout=timeout, resources={"metadata": {"path": cwd}}).execute(env=env)
+            NotebookClient(nb, km=km, timeout=timeout,
+                           resources={"metadata": {"path": str(cwd)}}).execute(env=env)
         finally:  # a kernel manager passed in is the caller's to shut down
             if km.has_kernel:
                 km.shutdown_kernel()
@@ -205,7 +207,7 @@ def course_map(readme: str, pages: dict[str, str]) -> str:
 def index_page(readme: str, pages: dict[str, str]) -> str:
     """index.html: the README's title, its first paragraph, the course map, the glossary link."""
     heading = re.search(r"^# (.+)$", readme, re.M).group(1)
-    intro = readme.split("## What this is", 1)[1].split("\n\n")[1]
+    intro = readme.split("## What this is", 1)[1].split("\n\n")[1].replace("](GLOSSARY.md)", "](glossary.html)")
     body = (f"<h1>{escape(heading)}</h1>\n{markdown2html(intro)}\n<h2>The course</h2>\n"
             f"{markdown2html(course_map(readme, pages))}\n"
             '<p>The course\'s terms, English ↔ 中文: <a href="glossary.html">the glossary</a>.</p>')
@@ -235,14 +237,14 @@ def build(out: Path = OUT, paths: list[Path] | None = None, run: bool = True,
     for i, (path, nb) in enumerate(zip(paths, stored)):
         start = time.monotonic()
         if run:
-            execute(nb)
+            execute(nb, path.parent)
         links = nav(titles[i - 1] if i else None, titles[i + 1] if i + 1 < len(titles) else None)
         body, _ = html.from_notebook_node(nb, resources={"metadata": {"name": titles[i][1]},
                                                          "book_nav": links})
         built[path.stem] = out / titles[i][0]
         built[path.stem].write_text(body, encoding="utf-8")
         log(f"{titles[i][0]}: {'ran and ' if run else ''}written in {time.monotonic() - start:.0f} s")
-    pages = {stem[:2]: f"{stem}.html" for stem in built}
+    pages = {f.name[:2]: f.name for f in sorted(out.glob("[0-9][0-9]_*.html"))}  # earlier builds' too
     (out / "index.html").write_text(index_page((ROOT / "README.md").read_text(encoding="utf-8"), pages),
                                     encoding="utf-8")
     (out / "glossary.html").write_text(glossary_page((ROOT / "GLOSSARY.md").read_text(encoding="utf-8")),
