@@ -8,6 +8,9 @@
 #   make bench   set everything up, then run every benchmark in bench/ (a few minutes; CPU time,
 #                medians): it ends with one line, `bench: middleware_vs_floor=... first_plot_s=...`
 #                (bench/README.md). Run it on a quiet machine; BENCH_ARGS=--quick checks the driver.
+#   make book    set everything up, then run every notebook and write the course as a static HTML
+#                site to build/book/ (open build/book/index.html; offline, no CDN: scripts/book.py).
+#                BOOK_ARGS="--only 01 04" builds some notebooks only.
 #
 # Setup, done once and redone only when uv.lock or pyproject.toml changes:
 #   1. check that $(PYTHON) is Python >= 3.11;
@@ -41,10 +44,11 @@ PYTEST_ARGS ?=
 LAB_ARGS ?=
 BENCH_ARGS ?=
 CANARY_ARGS ?=
+BOOK_ARGS ?=
 
 export UV_PYTHON_DOWNLOADS := never
 
-.PHONY: lab test bench setup lock canary clean reset nbstrip-filter
+.PHONY: lab test bench book setup lock canary clean reset nbstrip-filter
 
 # Where JupyterLab reads settings overrides (its app_settings_dir: <prefix>/share/jupyter/lab/settings).
 LAB_OVERRIDES := $(VENV)/share/jupyter/lab/settings/overrides.json
@@ -97,6 +101,9 @@ nbstrip-filter:
 
 reset:
 	@$(PYTHON) scripts/reset_notebooks.py $(NB)
+
+book: $(SYNCED)
+	$(VENV)/bin/python scripts/book.py $(BOOK_ARGS)
 
 # Step 1 and 2. The stamp's name carries the uv version, so changing UV_VERSION reinstalls uv.
 $(TOOLS)/.uv-$(UV_VERSION):

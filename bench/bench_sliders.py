@@ -10,6 +10,8 @@ in the kernel's one thread), each a median:
   (a move that evicts what an earlier run evicted redraws it; the others re-run the scenario),
   median of ``--moves``; the moves of ``window`` and ``export_scale``, which always re-run, are
   printed beside it.
+- with plotly's ``colab`` renderer (what Colab sets), the same knobs moves: each also sends the
+  figure as HTML (``labkit._render``), printed beside ``knobs_cold_ms``.
 - ``first_plot_s`` — a fresh Python process imports labkit, runs the lab and then renders its
   first figure as Jupyter does (``fig._repr_mimebundle_``): that last step's CPU time, median of
   ``--kernels`` processes. Plotly imports nbformat (and so jsonschema) at that moment.
@@ -28,6 +30,8 @@ import statistics
 import subprocess
 import sys
 import time
+
+import plotly.io as pio
 
 from labkit import widgets
 from labkit.replay import synthetic_run, trajectory
@@ -60,6 +64,16 @@ def knobs_moves(moves: int) -> list[float]:
     return times
 
 
+def knobs_moves_as_colab(moves: int) -> list[float]:
+    """``knobs_moves`` with plotly's ``colab`` renderer active: each move also builds the HTML."""
+    before = pio.renderers.default
+    pio.renderers.default = "colab"
+    try:
+        return knobs_moves(moves)
+    finally:
+        pio.renderers.default = before
+
+
 def offload_moves(moves: int) -> tuple[list[float], list[float]]:
     """CPU ms of ``moves`` tool_limit moves to unseen values, and of a few window / scale moves."""
     panel = widgets.offload_panel()
@@ -79,10 +93,13 @@ def first_plot(kernels: int) -> list[float]:
 
 def measure(moves: int = 21, kernels: int = 5) -> dict[str, float]:
     knobs = knobs_moves(moves)
+    colab = knobs_moves_as_colab(moves)
     limits, others = offload_moves(moves)
     plots = first_plot(kernels)
     print(f"knobs (200-call record), {moves} unseen moves: median {statistics.median(knobs):.1f} ms CPU "
           f"(min {min(knobs):.1f}, max {max(knobs):.1f})")
+    print(f"knobs, the same moves with plotly's colab renderer (JSON + HTML): median "
+          f"{statistics.median(colab):.1f} ms CPU")
     print(f"offload panel, {moves} unseen tool_limit moves: median {statistics.median(limits):.1f} ms CPU "
           f"(max {max(limits):.0f}: a move that evicts something new re-runs the scenario)")
     print(f"offload panel, {len(others)} window / export_scale moves (each re-runs): median "

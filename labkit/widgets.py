@@ -21,10 +21,10 @@ from typing import Any
 
 import ipywidgets as ipw
 import plotly.graph_objects as go
-import plotly.io as pio
 
 from labkit import diagnose, plots, scenario, tables
 from labkit._paths import RESULTS_DIR
+from labkit._render import figure_output, snapshot_html
 from labkit.model import LabModel
 from labkit.offload import OffloadMiddleware
 from labkit.replay import Trajectory, replay, trajectory
@@ -55,20 +55,13 @@ def _check(knob: str, control: ipw.Widget, value: Any) -> Any:
     return value if whole else float(value)
 
 
-def _figure_output(figure) -> dict:
-    """A display_data output for an Output widget: the figure as plotly's own mimetype."""
-    data = pio.renderers["plotly_mimetype"].to_mimebundle(figure.to_dict())
-    title = figure.layout.title.text or "figure"
-    data["text/plain"] = f"<plotly figure: {title}>"
-    return {"output_type": "display_data", "data": data, "metadata": {}}
-
-
 class Panel:
     """Controls that recompute a result and redraw its figure. Notebook 04.
 
     Moving a slider, or calling ``panel.set(knob=value)`` from code, recomputes the result
     synchronously and redraws; results are cached per setting, so moving a slider back is instant.
-    A ``Panel`` at the end of a cell shows its ``.widget``.
+    A ``Panel`` at the end of a cell shows its ``.widget`` (and, for viewers that draw no widgets,
+    an HTML snapshot); the figure goes through the active plotly renderer (``labkit._render``).
 
     Args:
         compute: called with every knob as a keyword argument; returns a dict with ``"figure"``
@@ -142,11 +135,12 @@ class Panel:
                 self._cache.popitem(last=False)
         self.result = self._cache[key]
         self.status.value = self.result.get("status", "")
-        self.output.outputs = (_figure_output(self.result["figure"]),)
+        self.output.outputs = (figure_output(self.result["figure"]),)  # via the active renderer
         return self.result
 
     def _repr_mimebundle_(self, **kwargs):
-        return self.widget._repr_mimebundle_(**kwargs)
+        bundle = self.widget._repr_mimebundle_(**kwargs) or {}  # live where widgets render, else:
+        return bundle | {"text/html": snapshot_html(self.controls, self.status.value, self.result["figure"])}
 
     def __repr__(self) -> str:
         return "Panel(" + ", ".join(f"{k}={v!r}" for k, v in self.values.items()) + ")"

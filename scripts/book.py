@@ -1,0 +1,267 @@
+"""Build the course as a static HTML book, offline: `make book` -> build/book/index.html.
+
+Each notebook is run top to bottom in a fresh kernel of this environment (on the lab model:
+LABKIT_MODEL, LABKIT_BASE_URL, LABKIT_WINDOW and PLOTLY_RENDERER are left out of its environment),
+in its own folder as JupyterLab and the tests run it; the run's outputs go to the page only, never
+back into the notebook file. nbconvert's HTML exporter (lab template) then writes one page per
+notebook, with these changes:
+
+- every plotly figure gets a text/html form drawn by plotly.js, which the page loads once from
+  _static/plotly.min.js, copied from the installed plotly package (no CDN);
+- a panel (labkit.widgets) shows its static snapshot: the live widget would need the widget
+  manager from a CDN, and sliders need a kernel anyway;
+- cells tagged hide-input show only their output; no require.js, MathJax or widget script from a
+  CDN (the course has no math); links to other notebooks point at their pages;
+- a bar on top and at the bottom: index, glossary, previous and next notebook.
+
+index.html holds the README's course map (each notebook linked to its page), glossary.html the
+glossary (GLOSSARY.md); notebooks/figures/ is copied beside the pages, so the diagrams show.
+
+    .venv/bin/python scripts/book.py [--out build/book] [--only 01 04] [--no-execute]
+
+--only builds the named notebooks (by number or name); --no-execute writes the pages from the
+notebooks as stored (no outputs): the site's structure in seconds, without running anything.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import sys
+import tempfile
+import time
+from html import escape
+from pathlib import Path
+
+import ipykernel.kernelspec
+import nbformat
+import plotly
+import plotly.io as pio
+from jinja2 import DictLoader
+from jupyter_client.kernelspec import KernelSpecManager
+from jupyter_client.manager import KernelManager
+from nbclient import NotebookClient
+from nbconvert import HTMLExporter
+from nbconvert.filters import markdown2html
+from nbconvert.preprocessors import Preprocessor, TagRemovePreprocessor
+
+ROOT = Path(__file__).resolve().parent.parent
+NOTEBOOKS = ROOT / "notebooks"
+OUT = ROOT / "build" / "book"
+PLOTLY_JS = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
+MIME = "application/vnd.plotly.v1+json"
+WIDGET = "application/vnd.jupyter.widget-view+json"
+# Not passed to the kernels: the book is the course as run on the lab model, with plotly's defaults.
+UNSET = ("LABKIT_MODEL", "LABKIT_BASE_URL", "LABKIT_WINDOW", "PLOTLY_RENDERER")
+
+TEMPLATE = """{%- extends 'index.html.j2' -%}
+{% block html_head_js_requirejs %}{% endblock %}
+{% block html_head_js_mathjax %}{% endblock %}
+{% block html_head_js_mermaidjs %}{% endblock %}
+{% block jupyter_widgets %}{% endblock %}
+{% block html_head_css %}
+<script src="_static/plotly.min.js"></script>
+<link rel="stylesheet" href="_static/book.css">
+{% endblock %}
+{% block body_header %}{{ super() }}{{ resources.book_nav }}{% endblock %}
+{% block body_footer %}{{ resources.book_nav }}{{ super() }}{% endblock %}
+"""
+
+CSS = """
+nav.book { display: flex; gap: 1.5em; flex-wrap: wrap; padding: 0.6em 1em; margin: 0 0 1em;
+  background: #f3f5f8; border-bottom: 1px solid #d0d7de; font-family: system-ui, sans-serif; }
+nav.book:last-child { border-top: 1px solid #d0d7de; margin: 2em 0 0; }
+nav.book .next { margin-left: auto; }
+body.book-page { max-width: 960px; margin: 0 auto; padding: 1em 2em;
+  font-family: system-ui, sans-serif; line-height: 1.5; }
+body.book-page table { border-collapse: collapse; }
+body.book-page th, body.book-page td { border: 1px solid #d0d7de; padding: 0.3em 0.6em;
+  text-align: left; vertical-align: top; }
+.labkit-panel-snapshot { border-left: 3px solid #d0d7de; padding-left: 0.8em; }
+"""
+
+
+def notebooks(only: list[str] | None = None, folder: Path = NOTEBOOKS) -> list[Path]:
+    """The course's notebooks in order; ``only`` keeps those whose name or number is given."""
+    found = sorted(folder.glob("[0-9][0-9]_*.ipynb"))
+    if not only:
+        return found
+    chosen = [p for p in found if p.stem in only or p.stem[:2] in only or p.name in only]
+    missing = [w for w in only if not any(w in (p.stem, p.stem[:2], p.name) for p in chosen)]
+    if missing:
+        raise SystemExit(f"no notebook named {', '.join(missing)} in {folder}")
+    return chosen
+
+
+class _ThisPython(KernelSpecManager):
+    """The python3 kernel of the Python running the build (as nbval's --nbval-current-env)."""
+
+    def get_kernel_spec(self, kernel_name):
+        return self.kernel_spec_class(resource_dir=ipykernel.kernelspec.RESOURCES,
+                                      **ipykernel.kernelspec.get_kernel_dict())
+
+
+def execute(nb, cwd: Path, timeout: int = 300):
+    """Run ``nb`` in memory, in a fresh kernel of this environment started in ``cwd``."""
+    env = {k: v for k, v in os.environ.items() if k not in UNSET}
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
+    with tempfile.TemporaryDirectory(prefix="labkit-book-") as sockets:
+        km = KernelManager(kernel_name="python3", kernel_spec_manager=_ThisPython(), transport="ipc",
+                           ip=str(Path(sockets) / "kernel"))
+        try:
+            NotebookClient(nb, km=km, timeout=timeout,
+                           resources={"metadata": {"path": str(cwd)}}).execute(env=env)
+        finally:  # a kernel manager passed in is the caller's to shut down
+            if km.has_kernel:
+                km.shutdown_kernel()
+    return nb
+
+
+class StaticOutputs(Preprocessor):
+    """Outputs a page without a kernel can show: plotly figures as HTML (plotly.js from the page),
+    panels as their snapshot; no widget state (it would load the widget manager from a CDN)."""
+
+    def preprocess(self, nb, resources):
+        nb.metadata.pop("widgets", None)
+        return super().preprocess(nb, resources)
+
+    def preprocess_cell(self, cell, resources, index):
+        for output in cell.get("outputs", []):
+            data = output.get("data", {})
+            if MIME in data and "text/html" not in data:
+                data["text/html"] = pio.to_html(dict(data[MIME]), include_plotlyjs=False,
+                                                include_mathjax=False, full_html=False, validate=False,
+                                                default_width="100%")
+            if WIDGET in data:
+                data.pop(WIDGET)
+                data.setdefault("text/html", "<p><i>An interactive widget: run the notebook to use it.</i></p>")
+        return cell, resources
+
+
+class PageLinks(Preprocessor):
+    """Links in markdown to another notebook, the README or the glossary point at the book's pages."""
+
+    def preprocess_cell(self, cell, resources, index):
+        if cell.cell_type == "markdown":
+            cell.source = re.sub(r"\]\((\d\d_\w+)\.ipynb", r"](\1.html", cell.source)
+            cell.source = re.sub(r"\]\((?:\.\./)?README\.md", "](index.html", cell.source)
+            cell.source = re.sub(r"\]\((?:\.\./)?GLOSSARY\.md", "](glossary.html", cell.source)
+        return cell, resources
+
+
+def title(nb, fallback: str) -> str:
+    """The notebook's first heading, without its '#'."""
+    for cell in nb.cells:
+        if cell.cell_type == "markdown":
+            m = re.search(r"^#\s+(.+)$", cell.source, re.M)
+            if m:
+                return m.group(1).strip()
+    return fallback
+
+
+def nav(prev: tuple[str, str] | None = None, next_: tuple[str, str] | None = None) -> str:
+    """The bar above and below each page: index, glossary, the previous and the next notebook."""
+    links = ['<a href="index.html">Index</a>', '<a href="glossary.html">Glossary</a>']
+    if prev:
+        links.append(f'<a class="prev" rel="prev" href="{prev[0]}">← {escape(prev[1])}</a>')
+    if next_:
+        links.append(f'<a class="next" rel="next" href="{next_[0]}">{escape(next_[1])} →</a>')
+    return f'<nav class="book">{" ".join(links)}</nav>'
+
+
+def exporter() -> HTMLExporter:
+    """nbconvert's HTML exporter, lab template, with the book's head and navigation."""
+    html = HTMLExporter(template_name="lab", extra_loaders=[DictLoader({"book.html.j2": TEMPLATE})],
+                        template_file="book.html.j2", exclude_input_prompt=True,
+                        exclude_output_prompt=True)
+    html.register_preprocessor(TagRemovePreprocessor(remove_input_tags={"hide-input"}), enabled=True)
+    html.register_preprocessor(StaticOutputs(), enabled=True)
+    html.register_preprocessor(PageLinks(), enabled=True)
+    return html
+
+
+def page(body: str, heading: str, navbar: str) -> str:
+    """A plain page (index, glossary) in the book's style."""
+    return (f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>{escape(heading)}</title>'
+            f'<link rel="stylesheet" href="_static/book.css"></head>\n<body class="book-page">{navbar}'
+            f"\n{body}\n{navbar}</body></html>\n")
+
+
+def course_map(readme: str, pages: dict[str, str]) -> str:
+    """The README's course map (the 'notebook | the learner leaves knowing' table), each notebook
+    linked to its page when it was built."""
+    m = re.search(r"^\| notebook \| the learner leaves knowing \|\n(?:\|.*\n)+", readme, re.M)
+    if not m:
+        raise SystemExit("README.md has no course map ('| notebook | the learner leaves knowing |')")
+
+    def link(row: re.Match) -> str:
+        number, name = row.group(1), row.group(2)
+        target = pages.get(number)
+        return f"| [{number} {name}]({target}) |" if target else row.group(0)
+
+    return re.sub(r"^\| (\d\d) ([^|]+?) \|", link, m.group(0), flags=re.M)
+
+
+def index_page(readme: str, pages: dict[str, str]) -> str:
+    """index.html: the README's title, its first paragraph, the course map, the glossary link."""
+    heading = re.search(r"^# (.+)$", readme, re.M).group(1)
+    intro = readme.split("## What this is", 1)[1].split("\n\n")[1].replace("](GLOSSARY.md)", "](glossary.html)")
+    body = (f"<h1>{escape(heading)}</h1>\n{markdown2html(intro)}\n<h2>The course</h2>\n"
+            f"{markdown2html(course_map(readme, pages))}\n"
+            '<p>The course\'s terms, English ↔ 中文: <a href="glossary.html">the glossary</a>.</p>')
+    return page(body, heading, nav())
+
+
+def glossary_page(glossary: str) -> str:
+    """glossary.html: GLOSSARY.md rendered."""
+    heading = re.search(r"^# (.+)$", glossary, re.M).group(1)
+    return page(markdown2html(glossary), heading, nav())
+
+
+def build(out: Path = OUT, paths: list[Path] | None = None, run: bool = True,
+          log=print) -> dict[str, Path]:
+    """Write the book to ``out``: a page per notebook in ``paths`` (default: all), index.html,
+    glossary.html, _static/ and figures/. Returns the pages by notebook stem."""
+    paths = notebooks() if paths is None else list(paths)
+    out.mkdir(parents=True, exist_ok=True)
+    static = out / "_static"
+    static.mkdir(exist_ok=True)
+    shutil.copyfile(PLOTLY_JS, static / "plotly.min.js")
+    (static / "book.css").write_text(CSS, encoding="utf-8")
+    shutil.copytree(NOTEBOOKS / "figures", out / "figures", dirs_exist_ok=True)
+    stored = [nbformat.read(p, as_version=4) for p in paths]
+    titles = [(f"{p.stem}.html", title(nb, p.stem)) for p, nb in zip(paths, stored)]
+    html, built = exporter(), {}
+    for i, (path, nb) in enumerate(zip(paths, stored)):
+        start = time.monotonic()
+        if run:
+            execute(nb, path.parent)
+        links = nav(titles[i - 1] if i else None, titles[i + 1] if i + 1 < len(titles) else None)
+        body, _ = html.from_notebook_node(nb, resources={"metadata": {"name": titles[i][1]},
+                                                         "book_nav": links})
+        built[path.stem] = out / titles[i][0]
+        built[path.stem].write_text(body, encoding="utf-8")
+        log(f"{titles[i][0]}: {'ran and ' if run else ''}written in {time.monotonic() - start:.0f} s")
+    pages = {f.name[:2]: f.name for f in sorted(out.glob("[0-9][0-9]_*.html"))}  # earlier builds' too
+    (out / "index.html").write_text(index_page((ROOT / "README.md").read_text(encoding="utf-8"), pages),
+                                    encoding="utf-8")
+    (out / "glossary.html").write_text(glossary_page((ROOT / "GLOSSARY.md").read_text(encoding="utf-8")),
+                                       encoding="utf-8")
+    log(f"book: {out / 'index.html'} ({len(built)} notebook pages)")
+    return built
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", type=Path, default=OUT, help="where the site goes (default build/book)")
+    parser.add_argument("--only", nargs="+", help="build only these notebooks (number or name)")
+    parser.add_argument("--no-execute", dest="run", action="store_false",
+                        help="pages from the notebooks as stored, without running them")
+    args = parser.parse_args(argv)
+    build(args.out, notebooks(args.only), run=args.run)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
