@@ -33,14 +33,16 @@ from labkit.summarize import SummarizeMiddleware
 from labkit.tokens import TokenCounter, message_text
 from labkit.trace import Recorder, compactions  # compactions re-exported: notebook 15 reads it
 
-__all__ = ["ANCHORS", "MIDDLEWARE", "NEEDLE_SOURCES", "RECOMMENDED_TOOL_LIMIT", "Setting", "anchor_calls", "claimed_done",
-           "compactions", "drift", "forced_compaction", "grid", "needle_source", "reminded", "row", "trial"]
+__all__ = ["ANCHORS", "MIDDLEWARE", "NEEDLE_SOURCES", "RECOMMENDED_TOOL_LIMIT", "Setting", "anchor_calls",
+           "claimed_done", "compactions", "drift", "forced_compaction", "grid", "needle_source", "reminded",
+           "row", "trial"]
 
 ANCHORS = ("none", "todo", "progress")
 # labkit's recommended setting evicts tool results over 8,000 tokens (OffloadMiddleware's own default
-# is deepagents' 20,000): on the running example it sends 81,670 tokens at 128k, 60k and 32k —
-# 0.07-0.23 of deepagents' defaults and 2.3x the oracle bound (bench/bench_tokens.py), needle and
-# goal kept, where 20,000 lets two exports through whole (0.30-0.78 of deepagents).
+# is deepagents' 20,000), under the smallest export: on the running example it sends the same tokens
+# at 128k, 60k and 32k, at most half of deepagents' defaults and 2.5x the oracle lower bound
+# (labkit.oracle), needle and goal kept, where 20,000 keeps CRVD's and EMBR's exports in context and
+# misses that below 128k (tests/test_evals.py, notebook 15 section 5).
 RECOMMENDED_TOOL_LIMIT = 8_000
 MIDDLEWARE = ("labkit", "deepagents")
 NEEDLE_SOURCES = ("context", "archive", "offload file", "other file", "lost", "not asked")
