@@ -17,29 +17,16 @@ window, the user re-sending a turn at most twice if the agent loses track) under
 plus, once, **naive on a 1,000,000-token window**, where it completes: what the naive run sends
 when nothing stops it (the "naive" of ``tokens_vs_naive``), and **the oracle lower bound**.
 
-*tokens sent* is every input token the model was sent, summary calls included, and **a refused
-request counted at the size that was refused** (``evals.row`` counts it as 0, as a provider bills
-it; a bench comparing stacks must not reward a stack for sending requests too large to accept).
-Agent calls are the Recorder's counts, summary calls the lab model's own log.
+*tokens sent* is ``labkit.oracle.tokens_sent``: every input token the model was sent, summary calls
+included, and **a refused request counted at the size that was refused** (``evals.row`` counts it as
+0, as a provider bills it; a bench comparing stacks must not reward a stack for sending requests
+too large to accept).
 
-**The oracle lower bound** (:func:`oracle`): the least a run of the running example could send if
-each model call were shown only the request and the evidence it needs, read off the scenario's own
-definition of done (``scenario.tasks()``: a step is done when its evidence is visible). The run is
-the tasks' steps in order, one tool call per model call, then one answer per turn (the three user
-turns: 12 + 2 + 1 = 15 calls). Each call is sent
-
-* the tool schemas the harness sends on every call (``create_agent`` with the file tools: read off
-  the labkit run's first request — choosing fewer tools is another lesson, notebook 06);
-* the current user turn only;
-* for each step already done in this turn: its tool call and, as its result, the step's evidence
-  line alone (``Step.evidence``: "Market data export — Brightloom (BRLM)", "Updated file …");
-* the facts the call's own action quotes: the five news headlines (``## date: Company …``, the line
-  the report and the risks note quote) for the call that writes the report or the risks note, and
-  the needle's one CSV line (``kpi,BRLM,net_revenue_retention_q3,…``) for the call that answers it.
-
-Each message costs its BPE text plus 3 tokens (``labkit.tokens``), as everywhere in the lab. The
-bound is the same at every window. What it leaves out: the system prompt (the ``create_agent``
-harness sends none), the words of a file the model writes (they are its output), and any retry.
+**The oracle lower bound** is ``labkit.oracle.oracle`` (its docstring defines it; notebook 15 shows
+it): the least a run of the running example could send if each model call were shown only the
+request and the evidence it needs — 15 calls, each with the tool schemas of the ``create_agent``
+harness (read off the naive run's first request), the current user turn, the evidence lines of
+the turn's done steps, and the facts the call quotes. The same at every window.
 
 Checks per window, for labkit's recommended setting: tokens sent ≤ 35% of the naive run's (1M
 window), ≤ 0.5× deepagents' defaults, ≤ 2.5× the oracle, needle answered, goal kept (report and
@@ -51,12 +38,9 @@ is enough; deepagents' vary by a few tokens from run to run (its archive paths c
 from __future__ import annotations
 
 import argparse
-import re
 
-from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
-
-from labkit import evals, scenario
-from labkit.tokens import TokenCounter
+from labkit import evals
+from labkit.oracle import oracle, tokens_sent
 
 WINDOWS = (128_000, 60_000, 32_000)
 TABLE = [("setting", "<21"), ("done", ">5"), ("calls", ">6"), ("refused", ">8"), ("summary", ">8"),
@@ -74,62 +58,17 @@ def measure_setting(setting: evals.Setting) -> dict:
     run, model = evals.trial(setting)
     row = evals.row(setting, run, model)
     refused = next((r.index for r in run.records if r.error), None)
-    refused_tokens = (sum(r.seen for r in run.records if r.error)
-                      + sum(c.input_tokens for c in model.calls if c.kind == "summary" and c.error))
+    sent = tokens_sent(run, model)  # refused requests at their size
     return row | {
         "done": run.error is None,
         "overflow at": refused,
         "refused": sum(r.error is not None for r in run.records),
-        "tokens sent": row["tokens sent"] + refused_tokens,
-        "refused tokens": refused_tokens,
+        "tokens sent": sent,
+        "refused tokens": sent - row["tokens sent"],
         "largest request": max((r.seen for r in run.records), default=0),
         "goal kept": row["goal completed"] and row["goal losses"] == 0,
         "tool schemas": run.records[0].by_kind["tools"] if run.records else 0,
     }
-
-
-def _headline(c: dict) -> str:
-    """The first ``## date: Company …`` line of a company's news digest (what a report quotes)."""
-    return re.search(rf"^## \d{{4}}-\d\d-\d\d: {re.escape(c['name'])} .*$", scenario.news_text(c["ticker"]),
-                     re.M).group(0)
-
-
-def oracle(tool_schemas: int, counter: TokenCounter | None = None) -> dict:
-    """The oracle lower bound (module docstring): its calls and tokens, with and without schemas."""
-    counter = counter or TokenCounter()
-    tasks = {t.key: t for t in scenario.tasks()}
-    names = {f"news:{c['ticker']}": c for c in scenario.companies()}
-    headlines = [_headline(c) for c in scenario.companies()]
-    n = scenario.needle()
-    needle_line = next(line for line in scenario.export_text(n.ticker).splitlines()
-                       if line.startswith(f"kpi,{n.ticker},{n.kpi},"))
-    calls: list[int] = []
-
-    def pair(i: int, tool: str, args: dict, result: str) -> list:
-        return [AIMessage("", tool_calls=[{"name": tool, "args": args, "id": f"o{i}"}]),
-                ToolMessage(result, tool_call_id=f"o{i}")]
-
-    def send(messages: list) -> None:
-        calls.append(counter.messages(messages))
-
-    for key, turn in (("report", scenario.REQUEST), ("risks", scenario.FEEDBACK)):
-        done: list = []
-        for i, step in enumerate(tasks[key].steps):
-            quoted = step.tool == "write_file"  # a write quotes the headlines
-            shown = []
-            for j, s in enumerate(tasks[key].steps[:i]):
-                c = names.get(s.key)
-                result = f"{s.evidence}\n{_headline(c)}" if quoted and c else s.evidence
-                shown += pair(j, s.tool, s.args, result)
-            if quoted and key == "risks":  # the headlines were found in an earlier turn
-                shown += [ToolMessage("\n".join(headlines), tool_call_id="carried")]
-            send([HumanMessage(turn), *shown])
-            done += pair(i, step.tool, step.args, step.evidence)
-        send([HumanMessage(turn), *done])  # the turn's answer: every step's evidence in view
-    fetch = next(s for s in tasks["report"].steps if s.key == f"fetch:{n.ticker}")
-    send([HumanMessage(scenario.NEEDLE_QUESTION),
-          *pair(0, fetch.tool, fetch.args, f"{fetch.evidence}\n{needle_line}")])
-    return {"calls": len(calls), "messages": sum(calls), "tokens": sum(calls) + len(calls) * tool_schemas}
 
 
 def line(r: dict) -> str:

@@ -33,10 +33,17 @@ from labkit.summarize import SummarizeMiddleware
 from labkit.tokens import TokenCounter, message_text
 from labkit.trace import Recorder, compactions  # compactions re-exported: notebook 15 reads it
 
-__all__ = ["ANCHORS", "MIDDLEWARE", "NEEDLE_SOURCES", "Setting", "anchor_calls", "claimed_done",
-           "compactions", "drift", "forced_compaction", "grid", "needle_source", "reminded", "row", "trial"]
+__all__ = ["ANCHORS", "MIDDLEWARE", "NEEDLE_SOURCES", "RECOMMENDED_TOOL_LIMIT", "Setting", "anchor_calls",
+           "claimed_done", "compactions", "drift", "forced_compaction", "grid", "needle_source", "reminded",
+           "row", "trial"]
 
 ANCHORS = ("none", "todo", "progress")
+# labkit's recommended setting evicts tool results over 8,000 tokens (OffloadMiddleware's own default
+# is deepagents' 20,000), under the smallest export: on the running example it sends the same tokens
+# at 128k, 60k and 32k, at most half of deepagents' defaults and 2.5x the oracle lower bound
+# (labkit.oracle), needle and goal kept, where 20,000 keeps CRVD's and EMBR's exports in context and
+# misses that below 128k (tests/test_evals.py, notebook 15 section 5).
+RECOMMENDED_TOOL_LIMIT = 8_000
 MIDDLEWARE = ("labkit", "deepagents")
 NEEDLE_SOURCES = ("context", "archive", "offload file", "other file", "lost", "not asked")
 _FOLDERS = {f"{HISTORY_DIR}/": "archive", f"{RESULTS_DIR}/": "offload file"}
@@ -181,7 +188,8 @@ class Setting:
     or ``create_deep_agent`` (``"deep"``: labkit's summarizer takes the place of deepagents' by
     name). ``middleware="deepagents"``: ``create_deep_agent``'s own stack, untouched unless a knob
     is set; then its ``SummarizationMiddleware`` is built as its factory builds it, with the knobs.
-    ``offload=False`` switches deepagents' tool-result eviction off, on either harness.
+    ``offload=False`` switches deepagents' tool-result eviction off, on either harness;
+    ``tool_limit`` is labkit's eviction limit (``RECOMMENDED_TOOL_LIMIT``, 8,000 tokens).
 
     ``trigger``/``keep``: ``None`` for the middleware's defaults (85% / 10% of the window with a
     profile). ``archive=False``: no archive — labkit's summarizer is built with ``archive=False``
@@ -200,6 +208,7 @@ class Setting:
     trigger: tuple | None = None
     keep: tuple | None = None
     offload: bool = True
+    tool_limit: int = RECOMMENDED_TOOL_LIMIT
     summarize: bool = True
     archive: bool = True
     trim: int | None = None
@@ -246,7 +255,7 @@ def _middleware(setting: Setting, model) -> list:
         stack.append(FilesystemMiddleware(tool_token_limit_before_evict=None))  # replaces it by name
     if setting.middleware == "labkit":
         if setting.offload:
-            stack.append(OffloadMiddleware())
+            stack.append(OffloadMiddleware(tool_limit=setting.tool_limit))
         if setting.summarize:
             stack.append(SummarizeMiddleware(model, trigger=setting.trigger, keep=setting.keep,
                                              archive=setting.archive))
