@@ -147,6 +147,7 @@ class PageLinks(Preprocessor):
         if cell.cell_type == "markdown":
             cell.source = re.sub(r"\]\((\d\d_\w+)\.ipynb", r"](\1.html", cell.source)
             cell.source = re.sub(r"\]\((?:\.\./)?README\.md", "](index.html", cell.source)
+            cell.source = re.sub(r"\]\(START_HERE\.md", "](index.html", cell.source)  # the map: the index
             cell.source = re.sub(r"\]\((?:\.\./)?GLOSSARY\.md", "](glossary.html", cell.source)
         return cell, resources
 

