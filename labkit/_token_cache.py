@@ -9,14 +9,15 @@ cache — one count per (role, text) — is in ``TokenCounter``; these two sit i
 from __future__ import annotations
 
 import json
+import weakref
 from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
 from langchain_core.messages import BaseMessage
 
-__all__ = ["OBJECT_CACHE_SIZE", "TEXT_CACHE_CHARS", "TOOL_CACHE_SIZE", "SameObjects", "TextTokens",
-           "ToolTokens", "openai_schema", "tool_shape"]
+__all__ = ["OBJECT_CACHE_SIZE", "TEXT_CACHE_CHARS", "TOOL_CACHE_SIZE", "SameObjects",
+           "TextTokens", "ToolTokens", "openai_schema", "tool_shape"]
 
 OBJECT_CACHE_SIZE = 20_000  # messages remembered by identity; cleared when full (it holds them)
 TOOL_CACHE_SIZE = 1024  # tool schemas remembered, least recently used dropped first
@@ -52,32 +53,44 @@ class TextTokens:
 
 
 class SameObjects:
-    """A message's count, remembered by identity: the very object counted last time, with the same
-    ``content`` and ``tool_calls`` objects.
+    """A message's key — ``(role, text)`` — and count, remembered by identity for every counter of
+    one encoding: the very object counted before, with the same ``content`` and ``tool_calls``
+    objects.
 
     What it buys: a run re-sends the same message objects on every model call, and the lesson's
     key — the message's text — costs O(size) to build (blocks joined, tool-call arguments dumped
     as JSON). Re-counting a 200-call run as the Recorder does (40,000 counts) takes ~0.15 s with
-    it and ~0.45 s without: about 3x.
+    it and ~0.45 s without: about 3x. Shared, because the lab model, the Recorder and each
+    middleware hold counters of their own, and each would otherwise build every text again. An
+    entry lives as long as its message (a weak reference: a finished run's messages are not held)
+    and at most ``size`` entries are kept (``size=0``: nothing is remembered).
     """
 
     def __init__(self, size: int = OBJECT_CACHE_SIZE) -> None:
         self.size = size
-        self._seen: dict[int, tuple] = {}  # id(message) -> (message, content, tool_calls, count)
+        self._seen: dict[int, tuple] = {}  # id(message) -> (weakref, content, tool_calls, key, count)
 
-    def get(self, message: BaseMessage) -> int | None:
-        """The count remembered for this very object, unless it was edited since."""
+    def get(self, message: BaseMessage) -> tuple[tuple[str, str], int] | None:
+        """``(key, count)`` remembered for this very object, unless it was edited since."""
         seen = self._seen.get(id(message))
-        if seen is not None and seen[0] is message and seen[1] is message.content \
+        if seen is not None and seen[0]() is message and seen[1] is message.content \
                 and seen[2] is getattr(message, "tool_calls", None):
-            return seen[3]
+            return seen[3], seen[4]
         return None
 
-    def put(self, message: BaseMessage, n: int) -> None:
-        """Remember ``n`` for this object (holding it, so its id is not reused meanwhile)."""
-        if len(self._seen) >= self.size:  # it holds the messages: keep it bounded
-            self._seen.clear()
-        self._seen[id(message)] = (message, message.content, getattr(message, "tool_calls", None), n)
+    def put(self, message: BaseMessage, key: tuple[str, str], n: int) -> None:
+        """Remember ``key`` and ``n`` for this object while it lives."""
+        if self.size <= 0:
+            return
+        seen, ident = self._seen, id(message)
+        if len(seen) >= self.size:  # keep it bounded even while every message lives
+            seen.clear()
+
+        def forget(ref, ident=ident) -> None:  # the message is gone: its id may be reused
+            if seen.get(ident, (None,))[0] is ref:
+                del seen[ident]
+        seen[ident] = (weakref.ref(message, forget), message.content,
+                       getattr(message, "tool_calls", None), key, n)
 
 
 def tool_shape(tool: Any) -> tuple | None:
