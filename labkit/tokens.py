@@ -25,7 +25,7 @@ from langchain_core.messages.utils import count_tokens_approximately
 from langchain_core.utils.function_calling import convert_to_openai_tool
 
 from labkit._tiktoken_offline import TIKTOKEN_FILES, seed
-from labkit._token_cache import SameObjects, TextTokens, ToolTokens
+from labkit._token_cache import SameObjects, TextTokens, ToolTokens, tool_calls_of
 
 __all__ = [
     "DEFAULT_ENCODING",
@@ -105,7 +105,7 @@ def message_text(message: BaseMessage, *, text_only: bool = False) -> str:
                 )
     else:
         raise ValueError(f"{message.type} message content must be str or list, not {type(content).__name__}")
-    calls = [] if text_only else getattr(message, "tool_calls", None) or []
+    calls = [] if text_only else tool_calls_of(message) or []
     for call in calls:
         parts.append(call["name"] + json.dumps(call.get("args", {}), ensure_ascii=False, sort_keys=True))
     return "\n".join(p for p in parts if p)

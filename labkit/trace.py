@@ -20,6 +20,7 @@ from typing import Any
 from langchain.agents.middleware import AgentMiddleware, ModelRequest
 from langchain_core.messages import AIMessage, BaseMessage
 
+from labkit._token_cache import tool_calls_of
 from labkit.tokens import PRICES, TokenCounter, cost, message_text
 
 __all__ = ["KINDS", "MESSAGE_KINDS", "CallRecord", "Recorder", "Request", "RunningMeasure",
@@ -141,7 +142,7 @@ class RunningMeasure:
     def _messages(self, messages: Sequence[BaseMessage]) -> tuple[int, ...]:
         seen, sums, k = self._seen, self._sums, 0
         for x, (m, content, calls, extra) in zip(messages, seen):
-            if x is not m or x.content is not content or getattr(x, "tool_calls", None) is not calls \
+            if x is not m or x.content is not content or tool_calls_of(x) is not calls \
                     or x.additional_kwargs is not extra:  # kind_of reads additional_kwargs
                 break
             k += 1
@@ -149,7 +150,7 @@ class RunningMeasure:
         for x in messages[k:]:
             totals = list(sums[-1])
             totals[_KIND_INDEX[kind_of(x)]] += self.counter.message(x)
-            seen.append((x, x.content, getattr(x, "tool_calls", None), x.additional_kwargs))
+            seen.append((x, x.content, tool_calls_of(x), x.additional_kwargs))
             sums.append(tuple(totals))
         return sums[-1]
 
