@@ -113,16 +113,35 @@ class SameObjects:
         seen[ident] = (weakref.ref(message, forget), message.content, tool_calls_of(message), key, n)
 
 
+_FIELD_SHAPES: dict[int, tuple] = {}  # id(args_schema) -> (schema, fields dict, field infos, shape)
+
+
+def _field_shape(schema: Any, fields: dict) -> tuple:
+    """The argument part of :func:`tool_shape`, made once per schema class: the memo holds only
+    while the class has the same ``model_fields`` dict holding the same field objects (a
+    rebuilt model gets a new one), so a copy of a tool — deepagents copies ``grep`` for every
+    call — costs a lookup instead of a ``repr`` of every annotation."""
+    infos = tuple(fields.values())
+    memo = _FIELD_SHAPES.get(id(schema))
+    if memo is not None and memo[0] is schema and memo[1] is fields and memo[2] == infos:
+        return memo[3]
+    shape = tuple((k, repr(f.annotation), f.description, repr(f.default)) for k, f in fields.items())
+    if len(_FIELD_SHAPES) >= TOOL_CACHE_SIZE:
+        _FIELD_SHAPES.clear()
+    _FIELD_SHAPES[id(schema)] = (schema, fields, infos, shape)  # holds the class: its id stays its own
+    return shape
+
+
 def tool_shape(tool: Any) -> tuple | None:
     """A cheap key for a LangChain tool that determines its schema — name, description and the
     argument fields — so the same tool rebuilt for another run is not converted again. ``None``
     when the tool is not of that plain shape."""
-    fields = getattr(getattr(tool, "args_schema", None), "model_fields", None)
+    schema = getattr(tool, "args_schema", None)
+    fields = getattr(schema, "model_fields", None)
     name, description = getattr(tool, "name", None), getattr(tool, "description", None)
     if not isinstance(fields, dict) or not isinstance(name, str) or not isinstance(description, str):
         return None
-    return (type(tool).__name__, name, description,
-            tuple((k, repr(f.annotation), f.description, repr(f.default)) for k, f in fields.items()))
+    return type(tool).__name__, name, description, _field_shape(schema, fields)
 
 
 class ToolTokens:
