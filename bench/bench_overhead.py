@@ -44,6 +44,7 @@ import functools
 import gc
 import json
 import statistics
+import threading
 import time
 from collections import defaultdict
 from collections.abc import Callable
@@ -99,26 +100,31 @@ class ProviderCounter(TokenCounter):
 
 
 class Clock:
-    """Exclusive CPU time per label: time goes to the label on top of the stack, or to nobody."""
+    """Exclusive CPU time per label: each thread's CPU time (``time.thread_time``) goes to the label
+    on top of that thread's own stack, or to nobody. Per thread, because a model call's tool calls
+    run in parallel worker threads: with one shared stack, one tool's execution would be charged
+    to the middleware label another thread had pushed."""
 
     def __init__(self) -> None:
         self.totals: dict[str, float] = defaultdict(float)
-        self.stack: list[str] = []
-        self.last = time.process_time()
+        self._local = threading.local()
+        self._lock = threading.Lock()
 
-    def _switch(self) -> None:
-        now = time.process_time()
-        if self.stack:
-            self.totals[self.stack[-1]] += now - self.last
-        self.last = now
+    def _switch(self) -> list[str]:
+        local, now = self._local, time.thread_time()
+        if not hasattr(local, "stack"):
+            local.stack, local.last = [], now
+        if local.stack:
+            with self._lock:
+                self.totals[local.stack[-1]] += now - local.last
+        local.last = now
+        return local.stack
 
     def push(self, label: str) -> None:
-        self._switch()
-        self.stack.append(label)
+        self._switch().append(label)
 
     def pop(self) -> None:
-        self._switch()
-        self.stack.pop()
+        self._switch().pop()
 
 
 CLOCK: Clock | None = None  # the clock of the run being timed (one run at a time)
