@@ -12,11 +12,16 @@ user turns, the user re-sending a turn at most twice) on a fresh lab model, for 
 * **deepagents** — ``create_deep_agent``'s whole default stack, untouched.
 
 Both get the same ``Recorder`` (``scenario.run`` puts it last). Every figure is CPU time
-(``time.process_time``, the whole process), attributed *exclusively*: a clock follows which code
-is running — a middleware hook's own code, the model's ``_generate``, the agent's construction, or
-everything else (langgraph's loop, langchain's model node and ``bind_tools``, the tools, the
-checkpointer) — and a middleware's ``handler(...)`` call is charged to whatever runs inside it, not
-to the middleware. Two figures:
+(``time.process_time``, the whole process), attributed *exclusively*: a clock follows, in each
+thread (tool calls run in parallel worker threads), which code is running — a middleware hook's
+own code, the model's ``_generate``, the agent's construction, or everything else (langgraph's
+loop, langchain's model node and ``bind_tools``, the tools, the checkpointer) — and a middleware's
+``handler(...)`` call is charged to whatever runs inside it, not to the middleware.
+
+Each run is timed twice in a row: **cold** — labkit's process-wide counting caches emptied first
+(each text is BPE-encoded once, each tool converted once, as in a fresh kernel) and the lab model
+counting with caches of its own, as a provider tokenizes on its side — and **warm**, the same run
+again, every text's count already known. Two figures:
 
 * ``middleware_vs_floor`` — labkit's middleware CPU per run (the own code of ``OffloadMiddleware``,
   ``SummarizeMiddleware`` and the ``Recorder``: every hook, the summary call's model time excluded)
@@ -26,11 +31,16 @@ to the middleware. Two figures:
   message of every request, the system messages, the raw tool results before offloading and the
   final state's messages — and each distinct tool schema is converted and counted once; then each
   model call's request size is summed from those counts (the arithmetic). Median of ``--repeats``.
+  The line's figure is the cold one: the floor then includes its BPE pass, as issue 12 defines it
+  ("one exact BPE pass over each new message plus arithmetic"); the warm one (no BPE on either
+  side: the texts' building, the lookups and the sums) is printed as ``middleware_vs_floor_warm``.
 * ``loop_vs_deepagents`` — the whole agent loop's CPU per model call (agent calls and summary calls
   alike): the run's CPU minus the agent's construction, minus the model's own ``_generate``, minus
   the ``Recorder`` (the measuring instrument, in both stacks: under deepagents it BPE-counts the
   exports deepagents keeps in context, which is not deepagents' cost), for labkit's stack over
-  deepagents' default stack. Medians; the two stacks alternate within each repeat.
+  deepagents' default stack. Medians; the two stacks alternate within each repeat. The line's
+  figure is the warm one (deepagents counts chars/4, so a cold run adds labkit's BPE pass to its
+  loop only); the cold one is printed as ``loop_vs_deepagents_cold``.
 
 Each figure is reported for the worst window. What it leaves out: wall time (a shared machine), the
 model's own work (the lab model stands in for a provider), the agent's construction (once per

@@ -110,7 +110,11 @@ class SameObjects:
         def forget(ref, ident=ident) -> None:  # the message is gone: its id may be reused
             if seen.get(ident, (None,))[0] is ref:
                 del seen[ident]
-        seen[ident] = (weakref.ref(message, forget), message.content, tool_calls_of(message), key, n)
+        try:
+            ref = weakref.ref(message, forget)
+        except TypeError:  # a message class without weak references: not remembered
+            return
+        seen[ident] = (ref, message.content, tool_calls_of(message), key, n)
 
 
 _FIELD_SHAPES: dict[int, tuple] = {}  # id(args_schema) -> (schema, fields dict, field infos, shape)
