@@ -13,10 +13,10 @@ user turns, the user re-sending a turn at most twice) on a fresh lab model, for 
 
 Both get the same ``Recorder`` (``scenario.run`` puts it last). Every figure is CPU time
 (``time.process_time``, the whole process), attributed *exclusively*: a clock follows, in each
-thread (tool calls run in parallel worker threads), which code is running — a middleware hook's
-own code, the model's ``_generate``, the agent's construction, or everything else (langgraph's
-loop, langchain's model node and ``bind_tools``, the tools, the checkpointer) — and a middleware's
-``handler(...)`` call is charged to whatever runs inside it, not to the middleware.
+thread (tool calls run in worker threads, in parallel when a reply makes several), which code is
+running — a middleware hook's own code, the model's ``_generate``, the agent's construction, or
+everything else (langgraph's loop, langchain's model node and ``bind_tools``, the tools, the
+checkpointer) — and a middleware's ``handler(...)`` call is charged to whatever runs inside it.
 
 Each run is timed twice in a row: **cold** — labkit's process-wide counting caches emptied first
 (each text is BPE-encoded once, each tool converted once, as in a fresh kernel) and the lab model
@@ -111,9 +111,9 @@ class ProviderCounter(TokenCounter):
 
 class Clock:
     """Exclusive CPU time per label: each thread's CPU time (``time.thread_time``) goes to the label
-    on top of that thread's own stack, or to nobody. Per thread, because a model call's tool calls
-    run in parallel worker threads: with one shared stack, one tool's execution would be charged
-    to the middleware label another thread had pushed."""
+    on top of that thread's own stack, or to nobody. Per thread, because tool calls run in worker
+    threads, in parallel when a reply makes several: with one shared stack, one tool's execution
+    would be charged to the middleware label another thread had pushed."""
 
     def __init__(self) -> None:
         self.totals: dict[str, float] = defaultdict(float)

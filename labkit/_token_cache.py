@@ -1,7 +1,8 @@
 """Speed for labkit.tokens: the caches that make re-counting a long run cheap. None changes a count.
 
-Used by: labkit.tokens (``TokenCounter.message`` and ``TokenCounter.tool``). The lesson's own
-cache — one count per (role, text) — is in ``TokenCounter``; these two sit in front of it.
+Used by: labkit.tokens (``TokenCounter.message`` and ``TokenCounter.tool``), labkit.trace
+(``RunningMeasure`` reads ``tool_calls_of``). The lesson's own cache — one count per (role, text)
+— is in ``TokenCounter``; these sit in front of it, shared by every counter of the process.
 ``bench/bench_counting.py`` measures what each buys (the numbers below: a busy 2-core machine);
 ``bench/bench_overhead.py`` sees them as part of the harness overhead per model call.
 """
@@ -19,7 +20,7 @@ from langchain_core.messages import BaseMessage
 __all__ = ["OBJECT_CACHE_SIZE", "TEXT_CACHE_CHARS", "TOOL_CACHE_SIZE", "SameObjects",
            "TextTokens", "ToolTokens", "openai_schema", "tool_calls_of", "tool_shape"]
 
-OBJECT_CACHE_SIZE = 20_000  # messages remembered by identity; cleared when full (it holds them)
+OBJECT_CACHE_SIZE = 20_000  # messages remembered by identity (weakly); cleared when full
 TOOL_CACHE_SIZE = 1024  # tool schemas remembered, least recently used dropped first
 TEXT_CACHE_CHARS = 16_000_000  # text remembered, in characters, least recently used dropped first
 
@@ -80,9 +81,10 @@ class SameObjects:
 
     What it buys: a run re-sends the same message objects on every model call, and the lesson's
     key — the message's text — costs O(size) to build (blocks joined, tool-call arguments dumped
-    as JSON). Re-counting a 200-call run as the Recorder does (40,000 counts) takes ~0.15 s with
-    it and ~0.45 s without: about 3x. Shared, because the lab model, the Recorder and each
-    middleware hold counters of their own, and each would otherwise build every text again. An
+    as JSON). Re-counting a 200-call run message by message (40,000 counts) takes ~35 ms with it
+    and ~165 ms without: about 5x (``bench_counting.py``, a busy machine). Shared, because the
+    lab model, the Recorder and each middleware hold counters of their own, and each would
+    otherwise build every text again. An
     entry lives as long as its message (a weak reference: a finished run's messages are not held)
     and at most ``size`` entries are kept (``size=0``: nothing is remembered).
     """
