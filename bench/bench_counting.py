@@ -26,6 +26,7 @@ from deepagents.middleware.filesystem import FilesystemMiddleware
 from langchain_core.utils.function_calling import convert_to_openai_tool
 
 from labkit import scenario
+from labkit._token_cache import SameObjects
 from labkit.replay import synthetic_run
 from labkit.tokens import TokenCounter, encoding, tool_schema_tokens
 
@@ -48,7 +49,7 @@ def measure(repeats: int = 5) -> dict[str, float]:
         def go():
             counter = TokenCounter()
             if not identity:
-                counter._same.size = 0  # remembers nothing: every count builds the text key
+                counter._same = SameObjects(size=0)  # remembers nothing: every count builds the text key
             for n in calls:
                 counter.messages(messages[:n])
         return go

@@ -9,6 +9,7 @@ the content in the context, with a warning.
 
 from __future__ import annotations
 
+import itertools
 import warnings
 from typing import Any
 
@@ -22,7 +23,7 @@ def write_free(backend: Any, path: str, text: str) -> tuple[str | None, bool]:
     (``False``); ``(None, False)`` after a warning when the backend failed, could not say
     whether a file exists, or no free name was left.
     """
-    for candidate in [path, *(f"{path}.{k}" for k in range(2, 100))]:
+    for candidate in itertools.chain([path], (f"{path}.{k}" for k in range(2, 100))):  # made as needed
         try:
             existing = backend.download_files([candidate])[0]
             if existing.error == "is_directory":

@@ -1,7 +1,8 @@
 """Speed for labkit.tokens: the caches that make re-counting a long run cheap. None changes a count.
 
-Used by: labkit.tokens (``TokenCounter.message`` and ``TokenCounter.tool``). The lesson's own
-cache — one count per (role, text) — is in ``TokenCounter``; these two sit in front of it.
+Used by: labkit.tokens (``TokenCounter.message`` and ``TokenCounter.tool``), labkit.trace
+(``RunningMeasure`` reads ``tool_calls_of``). The lesson's own cache — one count per (role, text)
+— is in ``TokenCounter``; these sit in front of it, shared by every counter of the process.
 ``bench/bench_counting.py`` measures what each buys (the numbers below: a busy 2-core machine);
 ``bench/bench_overhead.py`` sees them as part of the harness overhead per model call.
 """
@@ -9,18 +10,40 @@ cache — one count per (role, text) — is in ``TokenCounter``; these two sit i
 from __future__ import annotations
 
 import json
+import weakref
 from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
 from langchain_core.messages import BaseMessage
 
-__all__ = ["OBJECT_CACHE_SIZE", "TEXT_CACHE_CHARS", "TOOL_CACHE_SIZE", "SameObjects", "TextTokens",
-           "ToolTokens", "openai_schema", "tool_shape"]
+__all__ = ["OBJECT_CACHE_SIZE", "TEXT_CACHE_CHARS", "TOOL_CACHE_SIZE", "SameObjects",
+           "TextTokens", "ToolTokens", "openai_schema", "tool_calls_of", "tool_shape"]
 
-OBJECT_CACHE_SIZE = 20_000  # messages remembered by identity; cleared when full (it holds them)
+OBJECT_CACHE_SIZE = 20_000  # messages remembered by identity (weakly); cleared when full
 TOOL_CACHE_SIZE = 1024  # tool schemas remembered, least recently used dropped first
 TEXT_CACHE_CHARS = 16_000_000  # text remembered, in characters, least recently used dropped first
+
+
+_CLASS_CALLS: dict[type, bool] = {}  # message class -> does the class itself answer .tool_calls
+
+
+def tool_calls_of(message: BaseMessage) -> Any:
+    """``getattr(message, "tool_calls", None)``, without pydantic's slow miss: a human or tool
+    message has no such field, and pydantic's ``__getattr__`` raises (and catches) an error to
+    say so — ~3 µs, more than the rest of a cached count. Same answer: the field, else a class
+    attribute or property, else an extra field (messages allow extras), else ``None``."""
+    fields = message.__dict__
+    if "tool_calls" in fields:
+        return fields["tool_calls"]
+    cls = type(message)
+    on_class = _CLASS_CALLS.get(cls)
+    if on_class is None:
+        on_class = _CLASS_CALLS[cls] = hasattr(cls, "tool_calls")
+    if on_class:
+        return getattr(message, "tool_calls", None)
+    extra = getattr(message, "__pydantic_extra__", None)
+    return extra.get("tool_calls") if extra else None
 
 
 class TextTokens:
@@ -52,44 +75,79 @@ class TextTokens:
 
 
 class SameObjects:
-    """A message's count, remembered by identity: the very object counted last time, with the same
-    ``content`` and ``tool_calls`` objects.
+    """A message's key — ``(role, text)`` — and count, remembered by identity for every counter of
+    one encoding: the very object counted before, with the same ``content`` and ``tool_calls``
+    objects.
 
     What it buys: a run re-sends the same message objects on every model call, and the lesson's
     key — the message's text — costs O(size) to build (blocks joined, tool-call arguments dumped
-    as JSON). Re-counting a 200-call run as the Recorder does (40,000 counts) takes ~0.15 s with
-    it and ~0.45 s without: about 3x.
+    as JSON). Re-counting a 200-call run message by message (40,000 counts) takes ~35 ms with it
+    and ~165 ms without: about 5x (``bench_counting.py``, a busy machine). Shared, because the
+    lab model, the Recorder and each middleware hold counters of their own, and each would
+    otherwise build every text again. An
+    entry lives as long as its message (a weak reference: a finished run's messages are not held)
+    and at most ``size`` entries are kept (``size=0``: nothing is remembered).
     """
 
     def __init__(self, size: int = OBJECT_CACHE_SIZE) -> None:
         self.size = size
-        self._seen: dict[int, tuple] = {}  # id(message) -> (message, content, tool_calls, count)
+        self._seen: dict[int, tuple] = {}  # id(message) -> (weakref, content, tool_calls, key, count)
 
-    def get(self, message: BaseMessage) -> int | None:
-        """The count remembered for this very object, unless it was edited since."""
+    def get(self, message: BaseMessage) -> tuple[tuple[str, str], int] | None:
+        """``(key, count)`` remembered for this very object, unless it was edited since."""
         seen = self._seen.get(id(message))
-        if seen is not None and seen[0] is message and seen[1] is message.content \
-                and seen[2] is getattr(message, "tool_calls", None):
-            return seen[3]
+        if seen is not None and seen[0]() is message and seen[1] is message.content \
+                and seen[2] is tool_calls_of(message):
+            return seen[3], seen[4]
         return None
 
-    def put(self, message: BaseMessage, n: int) -> None:
-        """Remember ``n`` for this object (holding it, so its id is not reused meanwhile)."""
-        if len(self._seen) >= self.size:  # it holds the messages: keep it bounded
-            self._seen.clear()
-        self._seen[id(message)] = (message, message.content, getattr(message, "tool_calls", None), n)
+    def put(self, message: BaseMessage, key: tuple[str, str], n: int) -> None:
+        """Remember ``key`` and ``n`` for this object while it lives."""
+        if self.size <= 0:
+            return
+        seen, ident = self._seen, id(message)
+        if len(seen) >= self.size:  # keep it bounded even while every message lives
+            seen.clear()
+
+        def forget(ref, ident=ident) -> None:  # the message is gone: its id may be reused
+            if seen.get(ident, (None,))[0] is ref:
+                del seen[ident]
+        try:
+            ref = weakref.ref(message, forget)
+        except TypeError:  # a message class without weak references: not remembered
+            return
+        seen[ident] = (ref, message.content, tool_calls_of(message), key, n)
+
+
+_FIELD_SHAPES: dict[int, tuple] = {}  # id(args_schema) -> (schema, fields dict, field infos, shape)
+
+
+def _field_shape(schema: Any, fields: dict) -> tuple:
+    """The argument part of :func:`tool_shape`, made once per schema class: the memo holds only
+    while the class has the same ``model_fields`` dict holding the same field objects (a
+    rebuilt model gets a new one), so a copy of a tool — deepagents copies ``grep`` for every
+    call — costs a lookup instead of a ``repr`` of every annotation."""
+    infos = tuple(fields.values())
+    memo = _FIELD_SHAPES.get(id(schema))
+    if memo is not None and memo[0] is schema and memo[1] is fields and memo[2] == infos:
+        return memo[3]
+    shape = tuple((k, repr(f.annotation), f.description, repr(f.default)) for k, f in fields.items())
+    if len(_FIELD_SHAPES) >= TOOL_CACHE_SIZE:
+        _FIELD_SHAPES.clear()
+    _FIELD_SHAPES[id(schema)] = (schema, fields, infos, shape)  # holds the class: its id stays its own
+    return shape
 
 
 def tool_shape(tool: Any) -> tuple | None:
     """A cheap key for a LangChain tool that determines its schema — name, description and the
     argument fields — so the same tool rebuilt for another run is not converted again. ``None``
     when the tool is not of that plain shape."""
-    fields = getattr(getattr(tool, "args_schema", None), "model_fields", None)
+    schema = getattr(tool, "args_schema", None)
+    fields = getattr(schema, "model_fields", None)
     name, description = getattr(tool, "name", None), getattr(tool, "description", None)
     if not isinstance(fields, dict) or not isinstance(name, str) or not isinstance(description, str):
         return None
-    return (type(tool).__name__, name, description,
-            tuple((k, repr(f.annotation), f.description, repr(f.default)) for k, f in fields.items()))
+    return type(tool).__name__, name, description, _field_shape(schema, fields)
 
 
 class ToolTokens:

@@ -31,7 +31,7 @@ from labkit._offload_files import write_free
 from labkit._paths import HISTORY_DIR, RESULTS_DIR
 from labkit._sizes import check_count, check_limit, check_size, size_threshold
 from labkit.tokens import TokenCounter, message_text
-from labkit.trace import measure
+from labkit.trace import RunningMeasure
 
 __all__ = ["END_MARK", "EXEMPT_TOOLS", "HISTORY_DIR", "LINE_LIMIT", "RESULTS_DIR", "WRAP_MARK",
            "OffloadMiddleware", "preview", "result_path", "safe_name", "stored_text", "truncate_args",
@@ -68,8 +68,11 @@ def wrap_long_lines(text: str, limit: int = LINE_LIMIT) -> str:
     """Split every line longer than ``limit`` characters; each piece but the last ends in
     ``WRAP_MARK``. Lines that already end in the mark are wrapped too, so :func:`unwrap` is exact.
     Notebook 04."""
+    lines = text.split("\n")
+    if max(map(len, lines)) <= limit and WRAP_MARK + "\n" not in text and not text.endswith(WRAP_MARK):
+        return text  # nothing to wrap: the same text, without a pass over its lines in Python
     out = []
-    for line in text.split("\n"):
+    for line in lines:
         if len(line) <= limit and not line.endswith(WRAP_MARK):
             out.append(line)
             continue
@@ -98,14 +101,18 @@ def unwrap(text: str) -> str:
 def preview(text: str, head: int = 5, tail: int = 5, line_chars: int = 1000) -> str:
     """The first ``head`` and last ``tail`` lines, numbered as in the file, each clipped to
     ``line_chars`` characters, with a marker for the lines left out. Notebook 04."""
-    lines = text.split("\n")
-    width = len(str(len(lines)))
-    shown = list(range(len(lines))) if len(lines) <= head + tail else \
-        [*range(head), None, *range(len(lines) - tail, len(lines))]
+    total = text.count("\n") + 1
+    if total <= head + tail:
+        lines, shown = dict(enumerate(text.split("\n"))), list(range(total))
+    else:  # only the lines shown are split off: a long file is not split whole
+        lines = dict(enumerate(text.split("\n", head)[:head]))
+        lines.update(enumerate(text.rsplit("\n", tail)[-tail:] if tail else [], total - tail))
+        shown = [*range(head), None, *range(total - tail, total)]
+    width = len(str(total))
     out = []
     for i in shown:
         if i is None:
-            out.append(f"... [{len(lines) - head - tail:,} lines not shown] ...")
+            out.append(f"... [{total - head - tail:,} lines not shown] ...")
             continue
         line = lines[i]
         more = len(line) - line_chars
@@ -246,6 +253,7 @@ class OffloadMiddleware(AgentMiddleware):
         self.backend = StateBackend() if backend is None else backend
         self.state_schema = FilesystemState
         self.counter = TokenCounter()
+        self._measure = RunningMeasure(self.counter)  # the request, call after call
         self.evicted: list[str] = []  # paths written, in order (for the lessons)
         self.weighed: list[int] = []  # every result's tokens, as compared with tool_limit, in order
         self._stubs: dict[tuple, str] = {}
@@ -270,12 +278,13 @@ class OffloadMiddleware(AgentMiddleware):
         self.weighed.append(tokens)
         if tokens <= self.tool_limit:
             return message
-        stored = stored_text(text)
+        wrapped = wrap_long_lines(text)
+        stored = wrapped + "\n" + END_MARK  # stored_text(text), the lines wrapped once
         path = self._write(result_path(message.tool_call_id or ""), stored)
         if path is None:
             return message
         stub = _stub(prompts.OFFLOAD_RESULT_STUB, path, stored, tokens, self.head_lines, self.tail_lines)
-        if wrap_long_lines(text) != text:
+        if wrapped != text:
             stub += f"\n\nLines longer than {LINE_LIMIT:,} characters were wrapped in the file: a line " \
                     f"ending in '{WRAP_MARK.strip()}' continues on the next."
         return message.model_copy(update={
@@ -348,7 +357,7 @@ class OffloadMiddleware(AgentMiddleware):
         threshold = size_threshold(self.args_trigger, window)
         if threshold is None:
             return out
-        total = sum(measure(out, system, list(tools), self.counter).values())
+        total = sum(self._measure(out, system, tools).values())
         if total <= threshold:
             return out
         return truncate_args(out, _protect_from(out, self.args_keep, window, self.counter),

@@ -25,7 +25,7 @@ from langchain_core.messages.utils import count_tokens_approximately
 from langchain_core.utils.function_calling import convert_to_openai_tool
 
 from labkit._tiktoken_offline import TIKTOKEN_FILES, seed
-from labkit._token_cache import SameObjects, TextTokens, ToolTokens
+from labkit._token_cache import SameObjects, TextTokens, ToolTokens, tool_calls_of
 
 __all__ = [
     "DEFAULT_ENCODING",
@@ -58,6 +58,7 @@ PRICES: dict[str, tuple[float, float]] = {
 _encodings: dict[str, Any] = {}  # each table is loaded once per process
 _TOOL_TOKENS = ToolTokens()  # shared by every counter: see labkit._token_cache
 _TEXT_TOKENS = TextTokens()  # one encode per text, whichever counter asks
+_SAME_OBJECTS: dict[str, SameObjects] = {}  # per encoding: each message object's key and count
 
 
 def encoding(name: str = DEFAULT_ENCODING):
@@ -104,7 +105,7 @@ def message_text(message: BaseMessage, *, text_only: bool = False) -> str:
                 )
     else:
         raise ValueError(f"{message.type} message content must be str or list, not {type(content).__name__}")
-    calls = [] if text_only else getattr(message, "tool_calls", None) or []
+    calls = [] if text_only else tool_calls_of(message) or []
     for call in calls:
         parts.append(call["name"] + json.dumps(call.get("args", {}), ensure_ascii=False, sort_keys=True))
     return "\n".join(p for p in parts if p)
@@ -133,7 +134,7 @@ class TokenCounter:
     def __init__(self, encoding_name: str = DEFAULT_ENCODING) -> None:
         self.encoding_name = encoding_name
         self._cache: dict[tuple[str, str], int] = {}  # (role, text) -> tokens
-        self._same = SameObjects()  # speed only: the very object counted last time
+        self._same = _SAME_OBJECTS.setdefault(encoding_name, SameObjects())  # speed only, shared
         self.misses = 0
 
     def text(self, text: str) -> int:
@@ -143,14 +144,19 @@ class TokenCounter:
 
     def message(self, message: BaseMessage) -> int:
         """Tokens of one message: its text plus ``TOKENS_PER_MESSAGE`` of framing."""
-        n = self._same.get(message)
-        if n is None:
-            key = (message.type, message_text(message))
-            n = self._cache.get(key)
-            if n is None:
+        hit = self._same.get(message)
+        if hit is not None:  # this very object, counted by some counter of this encoding
+            key, n = hit
+            if key not in self._cache:
                 self.misses += 1
-                n = self._cache[key] = self.text(key[1]) + TOKENS_PER_MESSAGE
-            self._same.put(message, n)
+                self._cache[key] = n
+            return n
+        key = (message.type, message_text(message))
+        n = self._cache.get(key)
+        if n is None:
+            self.misses += 1
+            n = self._cache[key] = self.text(key[1]) + TOKENS_PER_MESSAGE
+        self._same.put(message, key, n)
         return n
 
     def messages(self, messages: Iterable[BaseMessage]) -> int:

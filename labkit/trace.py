@@ -12,19 +12,23 @@ the provider's own tokenizer) — ``usage_metadata`` is the number a provider bi
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from langchain.agents.middleware import AgentMiddleware, ModelRequest
 from langchain_core.messages import AIMessage, BaseMessage
 
+from labkit._token_cache import tool_calls_of
 from labkit.tokens import PRICES, TokenCounter, cost, message_text
 
-__all__ = ["KINDS", "MESSAGE_KINDS", "CallRecord", "Recorder", "Request", "compaction_marks", "compactions",
-           "kind_of", "measure"]
+__all__ = ["KINDS", "MESSAGE_KINDS", "CallRecord", "Recorder", "Request", "RunningMeasure",
+           "compaction_marks", "compactions", "kind_of", "measure"]
 
 MESSAGE_KINDS = ("human", "ai", "tool", "summary")  # the kinds a message in state can be
 KINDS = ("system", "tools", *MESSAGE_KINDS)  # the slices of one request
+_KIND_INDEX = {k: i for i, k in enumerate(KINDS)}
 
 
 def kind_of(message: BaseMessage) -> str:
@@ -98,6 +102,76 @@ def measure(messages: list[BaseMessage], system: BaseMessage | None = None,
     return by
 
 
+class RunningMeasure:
+    """:func:`measure`, call after call, with running totals: the messages at the head of the list
+    that are the very objects of the last call — same ``content``, same ``tool_calls`` — keep the
+    per-kind sums they had, and only the rest is counted; likewise the tools. Every result equals
+    ``measure``'s (``tests/test_trace.py`` checks it on every call of runs whose middleware edit,
+    drop and fold messages). The Recorder, ``OffloadMiddleware`` and ``SummarizeMiddleware`` each
+    keep one per list they measure, since an agent's request mostly grows by a few messages a call.
+    One lock per instance: a middleware shared by subagents running in parallel stays exact.
+    """
+
+    def __init__(self, counter: TokenCounter | None = None) -> None:
+        self.counter = counter or TokenCounter()
+        self._lock = threading.Lock()
+        self._seen: list[tuple] = []  # (message, content, tool_calls, additional_kwargs), last list
+        self._sums: list[tuple[int, ...]] = [(0,) * len(KINDS)]  # [i]: totals by kind of seen[:i]
+        self._tools: list[tuple] = []  # (tool, name, description, args_schema, tokens) of the last call
+
+    def messages(self, messages: Sequence[BaseMessage]) -> tuple[int, ...]:
+        """Tokens of ``messages`` by kind, in the order of ``KINDS`` (``tools`` is 0)."""
+        with self._lock:
+            return self._messages(messages)
+
+    def tools(self, tools: Sequence[Any]) -> int:
+        """Tokens of the tool schemas; a tool object of the last call, unchanged, is not looked up."""
+        with self._lock:
+            return self._tools_total(tools)
+
+    def __call__(self, messages: Sequence[BaseMessage], system: BaseMessage | None = None,
+                 tools: Sequence[Any] | None = None) -> dict[str, int]:
+        """Tokens by kind for one request, as :func:`measure` gives them."""
+        with self._lock:
+            by = dict(zip(KINDS, self._messages(messages)))
+            if system is not None:
+                by["system"] += self.counter.message(system)
+            by["tools"] = self._tools_total(tools or ())
+            return by
+
+    def _messages(self, messages: Sequence[BaseMessage]) -> tuple[int, ...]:
+        seen, sums, k = self._seen, self._sums, 0
+        for x, (m, content, calls, extra) in zip(messages, seen):
+            if x is not m or x.content is not content or tool_calls_of(x) is not calls \
+                    or x.additional_kwargs is not extra:  # kind_of reads additional_kwargs
+                break
+            k += 1
+        del seen[k:], sums[k + 1:]
+        for x in messages[k:]:
+            totals = list(sums[-1])
+            totals[_KIND_INDEX[kind_of(x)]] += self.counter.message(x)
+            seen.append((x, x.content, tool_calls_of(x), x.additional_kwargs))
+            sums.append(tuple(totals))
+        return sums[-1]
+
+    def _tools_total(self, tools: Sequence[Any]) -> int:
+        last, now, total = self._tools, [], 0
+        for i, t in enumerate(tools):
+            if isinstance(t, dict):  # a schema dict may be edited in place: always looked up
+                n = self.counter.tool(t)
+                now.append((t, None, None, None, n))
+            else:
+                name, description = getattr(t, "name", None), getattr(t, "description", None)
+                schema = getattr(t, "args_schema", None)
+                old = last[i] if i < len(last) else None
+                n = old[4] if old is not None and old[0] is t and old[1] is name and old[2] is description \
+                    and old[3] is schema else self.counter.tool(t)
+                now.append((t, name, description, schema, n))
+            total += n
+        self._tools = now
+        return total
+
+
 def compactions(run_or_records) -> list[tuple[int, int]]:
     """``(call, cut)`` for each compaction: the first call the model accepted with a new summary in
     view, and the cut — how many stored messages the summary stands for (stored minus kept, the
@@ -165,6 +239,8 @@ class Recorder(AgentMiddleware):
         self.records: list[CallRecord] = []
         self.turns: list[str] = []
         self.counter = TokenCounter()
+        self._seen = RunningMeasure(self.counter)  # the request, call after call
+        self._stored = RunningMeasure(self.counter)  # state["messages"], call after call
 
     def start_turn(self, text: str) -> None:
         """Mark the start of a user turn (``scenario.run`` calls this). Notebook 03."""
@@ -173,11 +249,11 @@ class Recorder(AgentMiddleware):
     def _before(self, request: ModelRequest) -> CallRecord:
         stored_msgs = list(request.state.get("messages", []))
         messages, tools = list(request.messages), list(request.tools or [])
-        by = measure(messages, request.system_message, tools, self.counter)
+        by = self._seen(messages, request.system_message, tools)
         rec = CallRecord(
             index=len(self.records),
             turn=max(len(self.turns) - 1, 0),
-            stored=self.counter.messages(stored_msgs),
+            stored=sum(self._stored.messages(stored_msgs)),
             seen=sum(by.values()),
             by_kind=by,
             messages_stored=len(stored_msgs),
