@@ -220,13 +220,21 @@ def _summary(t: Trajectory, shown: list[BaseMessage], last: Event | None, cut: i
         n_in = template + t.xml_prefix[absolute] - t.xml_prefix[first] + (
             t.counter.text(head[0]) if head else 0)
         summary = lab_summary(text, keep_figures=keep_figures)
-        t.memo[key] = (summary, n_in, _by_lines(t.counter, summary))
+        t.memo[key] = (summary, n_in, _by_lines(t, summary))
     return t.memo[key]
 
 
-def _by_lines(counter: TokenCounter, text: str) -> int:
-    """BPE tokens of a summary, or of the message carrying it, counted piece by piece (``_PIECES``)."""
-    return sum(counter.text(piece) for piece in _PIECES.split(text))
+def _by_lines(t: Trajectory, text: str) -> int:
+    """BPE tokens of a summary, or of the message carrying it, counted piece by piece (``_PIECES``);
+    each piece's count is kept in the trajectory's memo, where a slider session finds it again."""
+    lines = t.memo.setdefault("lines", {})
+    total = 0
+    for piece in _PIECES.split(text):
+        n = lines.get(piece)
+        if n is None:
+            n = lines[piece] = t.counter.text(piece)
+        total += n
+    return total
 
 
 class _Prefix(Sequence):
@@ -290,7 +298,7 @@ class _Session:
         self.event_calls.append(i)
         self.event_records.append(len(self.records))  # the next record is the first to see its view
         carried = message_text(summary_message(event))
-        self.summary_tokens = _by_lines(self.t.counter, carried) + TOKENS_PER_MESSAGE
+        self.summary_tokens = _by_lines(self.t, carried) + TOKENS_PER_MESSAGE
         return True
 
     def record(self, i: int, n: int, error: str | None = None) -> int:
