@@ -225,16 +225,13 @@ def _summary(t: Trajectory, shown: list[BaseMessage], last: Event | None, cut: i
 
 
 def _by_lines(t: Trajectory, text: str) -> int:
-    """BPE tokens of a summary, or of the message carrying it, counted piece by piece (``_PIECES``);
-    each piece's count is kept in the trajectory's memo, where a slider session finds it again."""
+    """BPE tokens of a summary, or of the message carrying it, piece by piece (``_PIECES``), each
+    piece's count kept in the trajectory's memo, where the next slider move finds it."""
     lines = t.memo.setdefault("lines", {})
-    total = 0
     for piece in _PIECES.split(text):
-        n = lines.get(piece)
-        if n is None:
-            n = lines[piece] = t.counter.text(piece)
-        total += n
-    return total
+        if piece not in lines:
+            lines[piece] = t.counter.text(piece)
+    return sum(lines[piece] for piece in _PIECES.split(text))
 
 
 class _Prefix(Sequence):
