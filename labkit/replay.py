@@ -23,7 +23,7 @@ from langchain_core.messages import BaseMessage, get_buffer_string
 
 from labkit._sizes import check_limit
 from labkit._synthetic import synthetic_run
-from labkit.model import lab_summary
+from labkit.model import merge, summary_facts, write_summary
 from labkit.scenario import needle
 from labkit.summarize import (
     Event,
@@ -212,14 +212,15 @@ def _summary(t: Trajectory, shown: list[BaseMessage], last: Event | None, cut: i
         if len(t.memo) > 4096:  # a long slider session: start again rather than grow without end
             t.memo.clear()
         head = [_xml(shown[0])] if last else []
-        text = "\n".join(head + t.xml[first:absolute])
+        facts = t.memo.setdefault("facts", {})  # each recorded message read once (lab_summary's facts)
+        parts = [facts.get(i) or facts.setdefault(i, summary_facts(t.xml[i])) for i in range(first, absolute)]
         template = t.memo.get(("template", keep_figures))
         if template is None:
             template = t.counter.text(summary_prompt([], keep_figures)) + 3
             t.memo[("template", keep_figures)] = template
         n_in = template + t.xml_prefix[absolute] - t.xml_prefix[first] + (
             t.counter.text(head[0]) if head else 0)
-        summary = lab_summary(text, keep_figures=keep_figures)
+        summary = write_summary(merge([summary_facts(h) for h in head] + parts), keep_figures)
         t.memo[key] = (summary, n_in, _by_lines(t, summary))
     return t.memo[key]
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 import pytest
 
 from labkit import LabModel, plots, scenario
+from labkit.model import lab_summary, merge, summary_facts, write_summary
 from labkit.replay import NEEDLE_OUTCOMES, Replay, replay, synthetic_run, trajectory
 from labkit.summarize import SummarizeMiddleware, events_of, summary_message
 from labkit.tokens import TokenCounter, cost, encoding, message_text
@@ -276,3 +277,21 @@ def test_a_summary_counted_line_by_line_is_counted_exactly(keep_figures):
         if at < len(result.records):
             fresh = len(whole.encode(message_text(summary_message(event)), disallowed_special=())) + 3
             assert result.records[at].by_kind["summary"] == fresh, "the summary message, counted by lines"
+
+
+def test_a_summary_from_each_messages_facts_is_the_lab_models_summary_of_the_whole_text():
+    """replay reads each recorded message's facts once (``summary_facts``) and writes a fold's
+    summary from their merge; that is ``lab_summary`` of the folded text, for any range of the
+    record, with or without a previous summary at its head, with or without exact figures."""
+    t = trajectory(synthetic_run(30))
+    head = lab_summary("\n".join(t.xml[:40]), keep_figures=True)
+    n = len(t.xml)
+    ranges = [(a, b) for a in range(0, n, 5) for b in range(a + 1, n + 1, 7)]
+    assert len(ranges) > 50, f"enough ranges to mean something, not {len(ranges)}"
+    for a, b in ranges:
+        for heads in ([], [head]):
+            for keep_figures in (False, True):
+                texts = heads + t.xml[a:b]
+                merged = merge([summary_facts(x) for x in texts])
+                assert write_summary(merged, keep_figures) == lab_summary("\n".join(texts), keep_figures), \
+                    f"the summary of messages {a}:{b} (head: {bool(heads)}) differs"

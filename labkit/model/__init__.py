@@ -12,7 +12,7 @@ scenario it says so and how to switch to a real one (``LABKIT_MODEL``).
 
 from labkit.model._anchors import ANCHOR_MIN_STEPS, TODO_TOOL
 from labkit.model._skills import prompt_sections
-from labkit.model._writing import lab_summary
+from labkit.model._writing import Facts, lab_summary, merge, summary_facts, write_summary
 from labkit.model.behaviour import COMPACT_TOOL, wants_compaction
 from labkit.model.chat import MODEL_NAME, PROVIDER, Call, LabModel
 from labkit.model.history import InvalidHistoryError
@@ -28,13 +28,17 @@ __all__ = [
     "PROVIDER",
     "TODO_TOOL",
     "Call",
+    "Facts",
     "InvalidHistoryError",
     "LabModel",
     "describe",
     "get_model",
     "lab_summary",
+    "merge",
     "prompt_sections",
+    "summary_facts",
     "wants_compaction",
+    "write_summary",
 ]
 
 _wants_compaction = wants_compaction  # the name notebook 11 imports

@@ -16,14 +16,15 @@ from __future__ import annotations
 import ast
 import json
 import re
+from dataclasses import dataclass
 from typing import Any
 
 from labkit import scenario as sc
 from labkit.model._context import KPI, PATHS, View, plain
 from labkit.model._skills import skill_format, with_preferences
 
-__all__ = ["draft_file", "lab_summary", "literal_args", "noted_figure", "notes_to_write", "placeholder",
-           "research_reply"]
+__all__ = ["Facts", "draft_file", "lab_summary", "literal_args", "merge", "noted_figure", "notes_to_write",
+           "placeholder", "research_reply", "summary_facts", "write_summary"]
 
 # -- the summary --------------------------------------------------------------------------------
 
@@ -36,21 +37,62 @@ def lab_summary(text: str, keep_figures: bool = False) -> str:
     ``labkit.replay`` re-simulates a run's summaries with it. (Not to be confused with the
     ``labkit.summarize`` module, the middleware that asks for a summary.)
     """
-    found = sorted((text.find(t.marker), t) for t in sc.tasks() if t.marker in text)
-    intent = "\n".join(f"- {t.request}" for _, t in found) or "None"
+    return write_summary(summary_facts(text), keep_figures)
+
+
+@dataclass(frozen=True)
+class Facts:
+    """What a summary is made of, read from a text: each task's marker and where it first occurs,
+    the steps whose evidence occurs, the KPIs and the paths in order (the text's length places the
+    next text's markers after them). :func:`merge` joins the facts of texts joined by newlines."""
+
+    markers: tuple[tuple[int, str], ...]  # (first position, task key), in task order
+    evidence: frozenset[str]
+    kpis: tuple[tuple[str, str, str], ...]
+    paths: tuple[str, ...]
+    length: int
+
+
+def summary_facts(text: str) -> Facts:
+    """The facts of one text (a whole history, or one message of it)."""
+    return Facts(markers=tuple((text.find(t.marker), t.key) for t in sc.tasks() if t.marker in text),
+                 evidence=frozenset(s.key for t in sc.tasks() for s in t.steps if s.evidence in text),
+                 kpis=tuple(dict.fromkeys(KPI.findall(text))),
+                 paths=tuple(dict.fromkeys(p.rstrip(".:") for p in PATHS.findall(text))), length=len(text))
+
+
+def merge(parts: list[Facts]) -> Facts:
+    """The facts of ``"\\n".join`` of the texts ``parts`` came from: no marker, evidence, KPI or
+    path holds a newline, so none spans two texts (``tests/test_replay.py`` checks it)."""
+    markers, offset = {}, 0
+    for part in parts:
+        for at, key in part.markers:
+            markers.setdefault(key, at + offset)
+        offset += part.length + 1
+    order = {t.key: i for i, t in enumerate(sc.tasks())}
+    return Facts(markers=tuple(sorted(((at, key) for key, at in markers.items()), key=lambda m: order[m[1]])),
+                 evidence=frozenset().union(*(p.evidence for p in parts)),
+                 kpis=tuple(dict.fromkeys(k for p in parts for k in p.kpis)),
+                 paths=tuple(dict.fromkeys(q for p in parts for q in p.paths)), length=max(offset - 1, 0))
+
+
+def write_summary(facts: Facts, keep_figures: bool = False) -> str:
+    """The four sections, written from ``facts``."""
+    tasks = {t.key: t for t in sc.tasks()}
+    found = sorted((at, order, tasks[key]) for order, (at, key) in enumerate(facts.markers))
+    intent = "\n".join(f"- {t.request}" for _, _, t in found) or "None"
     steps = {s.key: s for t in sc.tasks() for s in t.steps}
-    done = [s for s in steps.values() if s.evidence in text]
+    done = [s for s in steps.values() if s.key in facts.evidence]
     lines = [f"- {s.evidence}: done ({s.tool})." for s in done]
-    for ticker, kpi, value in dict.fromkeys(KPI.findall(text)):
+    for ticker, kpi, value in facts.kpis:
         lines.append(f"- kpi,{ticker},{kpi},{value}" if keep_figures
                      else f"- {ticker} {kpi}: reported (exact figure not kept)")
-    paths = list(dict.fromkeys(p.rstrip(".:") for p in PATHS.findall(text)))
-    last = found[-1][1] if found else None
-    todo = [s for s in (last.steps if last else ()) if s.evidence not in text]
+    last = found[-1][2] if found else None
+    todo = [s for s in (last.steps if last else ()) if s.key not in facts.evidence]
     next_steps = "\n".join(f"- {s.tool}({json.dumps(s.args)})" for s in todo) or "None"
     return (
         f"## SESSION INTENT\n{intent}\n\n## SUMMARY\n{chr(10).join(lines) or 'None'}\n\n"
-        f"## ARTIFACTS\n{chr(10).join(f'- {p}' for p in paths) or 'None'}\n\n"
+        f"## ARTIFACTS\n{chr(10).join(f'- {p}' for p in facts.paths) or 'None'}\n\n"
         f"## NEXT STEPS\n{next_steps}"
     )
 
