@@ -37,8 +37,8 @@ def _records(run_or_records) -> list[CallRecord]:
 
 # plotly_white resolved once, not on every figure; of its per-trace defaults only scatter's are
 # kept (the only trace tokens_per_turn draws): the rest would be copied on every slider move.
-_WHITE = {"layout": pio.templates["plotly_white"].to_plotly_json()["layout"],
-          "data": {"scatter": pio.templates["plotly_white"].to_plotly_json()["data"]["scatter"]}}
+_WHITE = pio.templates["plotly_white"].to_plotly_json()
+_WHITE = {"layout": _WHITE["layout"], "data": {"scatter": _WHITE["data"]["scatter"]}}
 
 
 def _layout(fig: go.Figure, title: str, ytitle: str) -> go.Figure:
