@@ -10,6 +10,7 @@ Used by: labkit.tokens (``TokenCounter.message`` and ``TokenCounter.tool``), lab
 from __future__ import annotations
 
 import json
+import threading
 import weakref
 from collections import OrderedDict
 from collections.abc import Callable
@@ -53,24 +54,31 @@ class TextTokens:
     ``SummarizeMiddleware`` each count the same messages with counters of their own — on the
     running example 138 encodes of 35 distinct texts, most of them the large exports. The cache is
     bounded by the characters it holds (``TEXT_CACHE_CHARS``), so a long session stays flat.
+    A lock guards the LRU (subagents count in langgraph's worker threads); ``count()`` runs
+    outside it, so two threads may encode the same new text once each.
     """
 
     def __init__(self, chars: int = TEXT_CACHE_CHARS) -> None:
         self.chars, self.held = chars, 0
         self._lru: OrderedDict[tuple[str, str], int] = OrderedDict()  # (encoding, text) -> tokens
+        self._lock = threading.Lock()
 
     def get(self, encoding_name: str, text: str, count: Callable[[], int]) -> int:
         """The tokens of ``text``: remembered, or ``count()`` and remembered."""
         key = (encoding_name, text)
-        n = self._lru.get(key)
-        if n is not None:
-            self._lru.move_to_end(key)
-            return n
-        n = self._lru[key] = count()
-        self.held += len(text)
-        while self.held > self.chars and len(self._lru) > 1:
-            (_, dropped), _ = self._lru.popitem(last=False)
-            self.held -= len(dropped)
+        with self._lock:
+            n = self._lru.get(key)
+            if n is not None:
+                self._lru.move_to_end(key)
+                return n
+        n = count()
+        with self._lock:
+            if key not in self._lru:  # another thread may have counted it meanwhile
+                self._lru[key] = n
+                self.held += len(text)
+            while self.held > self.chars and len(self._lru) > 1:
+                (_, dropped), _ = self._lru.popitem(last=False)
+                self.held -= len(dropped)
         return n
 
 
@@ -111,7 +119,7 @@ class SameObjects:
 
         def forget(ref, ident=ident) -> None:  # the message is gone: its id may be reused
             if seen.get(ident, (None,))[0] is ref:
-                del seen[ident]
+                seen.pop(ident, None)  # not del: another thread's put may have cleared it meanwhile
         try:
             ref = weakref.ref(message, forget)
         except TypeError:  # a message class without weak references: not remembered
@@ -165,11 +173,14 @@ class ToolTokens:
       schema, so the same tool rebuilt for the next run is a hit;
     * ``("object", encoding, id(tool))`` — any other tool, by identity; the entry holds the tool,
       so its id cannot be reused while the entry lives.
+
+    A lock guards the LRU, as in :class:`TextTokens`; ``count()`` runs outside it.
     """
 
     def __init__(self, size: int = TOOL_CACHE_SIZE) -> None:
         self.size = size
         self._lru: OrderedDict[tuple, tuple[Any, int]] = OrderedDict()  # key -> (tool, tokens)
+        self._lock = threading.Lock()
 
     @staticmethod
     def key(tool: Any, encoding_name: str) -> tuple:
@@ -181,14 +192,16 @@ class ToolTokens:
     def get(self, tool: Any, encoding_name: str, count: Callable[[], int]) -> int:
         """The tokens of ``tool``'s schema: remembered, or ``count()`` and remembered."""
         key = self.key(tool, encoding_name)
-        hit = self._lru.get(key)
-        if hit is not None and (key[0] != "object" or hit[0] is tool):
-            self._lru.move_to_end(key)
-            return hit[1]
+        with self._lock:
+            hit = self._lru.get(key)
+            if hit is not None and (key[0] != "object" or hit[0] is tool):
+                self._lru.move_to_end(key)
+                return hit[1]
         n = count()
-        self._lru[key] = (tool, n)
-        if len(self._lru) > self.size:
-            self._lru.popitem(last=False)
+        with self._lock:
+            self._lru[key] = (tool, n)
+            if len(self._lru) > self.size:
+                self._lru.popitem(last=False)
         return n
 
 

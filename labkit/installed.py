@@ -72,9 +72,10 @@ def _has(module: str, path: str) -> Callable[[], bool]:
     return probe
 
 
-def _event_keys() -> set[str]:
+def _annotated(name: str) -> set[str]:
+    """The annotated keys of deepagents' summarization TypedDict ``name`` (empty when it is gone)."""
     try:
-        return set(_resolve(_SUMMARIZATION, "SummarizationEvent").__annotations__)
+        return set(_resolve(_SUMMARIZATION, name).__annotations__)
     except (ImportError, AttributeError):
         return set()
 
@@ -129,9 +130,9 @@ def _ours(package: str, name: str, what: str, notebooks: str, module: str = "", 
 _TOOL_EXCLUSION = "deepagents.middleware._tool_exclusion"
 FEATURES: tuple[Feature, ...] = (
     _ours("deepagents", "_summarization_event", "summarization event has the keys " + ", ".join(EVENT_KEYS),
-          "09 10", probe=lambda: set(EVENT_KEYS) <= _event_keys()),
+          "09 10", probe=lambda: set(EVENT_KEYS) <= _annotated("SummarizationEvent")),
     _ours("deepagents", "_summarization_session_id", "summarization state keeps _summarization_session_id",
-          "09", probe=lambda: "_summarization_session_id" in _state_keys()),
+          "09", probe=lambda: "_summarization_session_id" in _annotated("SummarizationState")),
     _ours("deepagents", "_lc_helper", "SummarizationMiddleware keeps langchain's as _lc_helper", "07 10 14",
           probe=_deep_has("_lc_helper")),
     _ours("deepagents", "_count_tokens", "SummarizationMiddleware has _count_tokens", "07",
@@ -177,13 +178,6 @@ FEATURES: tuple[Feature, ...] = (
           "langchain_core.language_models", "BaseChatModel._get_ls_params"),
     _ours("langgraph", "_func", "ToolNode has _func", "12", "langgraph.prebuilt.tool_node", "ToolNode._func"),
 )
-
-
-def _state_keys() -> set[str]:
-    try:
-        return set(_resolve(_SUMMARIZATION, "SummarizationState").__annotations__)
-    except (ImportError, AttributeError):
-        return set()
 
 
 def missing() -> list[Feature]:

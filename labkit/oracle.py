@@ -49,8 +49,7 @@ def oracle(tool_schemas: int, counter: TokenCounter | None = None) -> dict:
     """
     counter = counter or TokenCounter()
     tasks = {t.key: t for t in scenario.tasks()}
-    names = {f"news:{c['ticker']}": c for c in scenario.companies()}
-    headlines = [headline(c) for c in scenario.companies()]
+    headlines = {f"news:{c['ticker']}": headline(c) for c in scenario.companies()}  # by news step
     n = scenario.needle()
     needle_line = next(line for line in scenario.export_text(n.ticker).splitlines()
                        if line.startswith(f"kpi,{n.ticker},{n.kpi},"))
@@ -61,11 +60,11 @@ def oracle(tool_schemas: int, counter: TokenCounter | None = None) -> dict:
             quoted = step.tool == "write_file"  # a write quotes the headlines
             shown = []
             for j, s in enumerate(tasks[key].steps[:i]):
-                c = names.get(s.key)
-                result = f"{s.evidence}\n{headline(c)}" if quoted and c else s.evidence
+                found = headlines.get(s.key)
+                result = f"{s.evidence}\n{found}" if quoted and found else s.evidence
                 shown += _pair(j, s.tool, s.args, result)
             if quoted and key == "risks":  # the headlines were found in an earlier turn
-                shown += [ToolMessage("\n".join(headlines), tool_call_id="carried")]
+                shown += [ToolMessage("\n".join(headlines.values()), tool_call_id="carried")]
             calls.append(counter.messages([HumanMessage(turn), *shown]))
             done += _pair(i, step.tool, step.args, step.evidence)
         calls.append(counter.messages([HumanMessage(turn), *done]))  # the answer: all evidence in view

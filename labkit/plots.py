@@ -37,14 +37,17 @@ def _records(run_or_records) -> list[CallRecord]:
 
 # plotly_white resolved once, not on every figure; of its per-trace defaults only scatter's are
 # kept (the only trace tokens_per_turn draws): the rest would be copied on every slider move.
-_WHITE = {"layout": pio.templates["plotly_white"].to_plotly_json()["layout"],
-          "data": {"scatter": pio.templates["plotly_white"].to_plotly_json()["data"]["scatter"]}}
+_WHITE = pio.templates["plotly_white"].to_plotly_json()
+_WHITE = {"layout": _WHITE["layout"], "data": {"scatter": _WHITE["data"]["scatter"]}}
+
+
+_FRAME = {"legend": {"orientation": "h", "y": -0.2}, "margin": {"l": 60, "r": 20, "t": 60, "b": 60},
+          "height": 420}  # every per-call figure's legend, margins and height (_layout, _figure)
 
 
 def _layout(fig: go.Figure, title: str, ytitle: str) -> go.Figure:
     fig.update_layout(title=title, xaxis_title="model call", yaxis_title=ytitle,
-                      template="plotly_white", legend={"orientation": "h", "y": -0.2},
-                      margin={"l": 60, "r": 20, "t": 60, "b": 60}, height=420)
+                      template="plotly_white", **_FRAME)
     return fig
 
 
@@ -64,9 +67,8 @@ def _figure(traces: list[dict], title: str, ytitle: str, lines: Sequence[dict] =
               "showarrow": False, "xanchor": "left", "yanchor": "top" if ln.get("below") else "bottom"}
              for ln in lines]
     layout = {"title": {"text": title}, "xaxis": {"title": {"text": "model call"}},
-              "yaxis": {"title": {"text": ytitle}}, "template": _WHITE,
-              "legend": {"orientation": "h", "y": -0.2}, "margin": {"l": 60, "r": 20, "t": 60, "b": 60},
-              "height": 420, **({"shapes": shapes, "annotations": notes} if lines else {})}
+              "yaxis": {"title": {"text": ytitle}}, "template": _WHITE, **_FRAME,
+              **({"shapes": shapes, "annotations": notes} if lines else {})}
     return go.Figure({"data": traces, "layout": layout}, _validate=False)
 
 

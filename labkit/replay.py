@@ -229,10 +229,10 @@ def _by_lines(t: Trajectory, text: str) -> int:
     """BPE tokens of a summary, or of the message carrying it, piece by piece (``_PIECES``), each
     piece's count kept in the trajectory's memo, where the next slider move finds it."""
     lines = t.memo.setdefault("lines", {})
-    for piece in _PIECES.split(text):
+    for piece in (pieces := _PIECES.split(text)):
         if piece not in lines:
             lines[piece] = t.counter.text(piece)
-    return sum(lines[piece] for piece in _PIECES.split(text))
+    return sum(lines[piece] for piece in pieces)
 
 
 class _Prefix(Sequence):

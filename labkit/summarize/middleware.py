@@ -139,11 +139,12 @@ class SummarizeMiddleware(AgentMiddleware):
         then sends the very same summary object, which the counters recognise."""
         if event is None:
             return list(messages)
-        if event not in self._summaries:
+        summary = self._summaries.get(event)
+        if summary is None:  # held locally: another thread's clear() cannot take it away
             if len(self._summaries) >= 64:  # a long session's old events
                 self._summaries.clear()
-            self._summaries[event] = summary_message(event)
-        return [self._summaries[event], *messages[event.cut:]]
+            summary = self._summaries[event] = summary_message(event)
+        return [summary, *messages[event.cut:]]
 
     # -- compacting --------------------------------------------------------------------------
 
