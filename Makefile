@@ -27,7 +27,7 @@
 #
 # Other targets: make setup (steps 1-4 only), make reset (notebooks back as committed; NB=04 for
 # one; edited ones are copied to .reset-backup/ first), make lock (maintainers: re-lock, re-export
-# requirements.lock for conda and binder/requirements.txt for Binder; needs PyPI), make canary
+# requirements.lock for pip and binder/requirements.txt for conda and Binder; needs PyPI), make canary
 # (maintainers: the suite on the newest releases; needs PyPI), make clean (remove .tools/ and .venv/).
 
 PYTHON ?= python3
