@@ -80,13 +80,17 @@ def time_line(m: dict[str, int]) -> str:
             f"{m['deep']} (by the rule in the README).")
 
 
+def hours(times: dict[str, dict[str, int]]) -> tuple[str, str]:
+    """The whole course's core path and total, in hours: the last row of both tables."""
+    return tuple(f"{sum(m[key] for m in times.values()) / 60:.1f} h" for key in ("core", "total"))
+
+
 def readme_table(times: dict[str, dict[str, int]]) -> str:
     rows = ["| notebook | core path | deep dives | total |", "|---|---:|---:|---:|"]
     rows += [f"| {name} | {m['core']} min | {m['deep']} min | {m['total']} min |"
              for name, m in times.items()]
-    core = sum(m["core"] for m in times.values())
-    total = sum(m["total"] for m in times.values())
-    rows.append(f"| **all sixteen** | **{core / 60:.1f} h** | | **{total / 60:.1f} h** |")
+    core, total = hours(times)
+    rows.append(f"| **all sixteen** | **{core}** | | **{total}** |")
     return "\n".join(rows)
 
 
@@ -99,9 +103,9 @@ def write(times: dict[str, dict[str, int]]) -> None:
         lines[at] = TIME_LINE.sub(time_line(times[path.stem]), lines[at], count=1)
         first.source = "\n".join(lines)
         nbformat.write(nb, path)
-    text = README.read_text()
+    text = README.read_text(encoding="utf-8")
     start, stop = text.index(BEGIN) + len(BEGIN), text.index(END)
-    README.write_text(text[:start] + "\n" + readme_table(times) + "\n" + text[stop:])
+    README.write_text(text[:start] + "\n" + readme_table(times) + "\n" + text[stop:], encoding="utf-8")
     import course_index  # a sibling script that imports this one: here, not at the top (a cycle)
     course_index.write(times)
 
