@@ -32,7 +32,7 @@ ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
 README = ROOT / "README.md"
 WORDS_PER_MINUTE, LINES_PER_MINUTE, MINUTES_PER_EXERCISE, CORE_LIMIT = 130, 6, 6, 45
-TIME_LINE = re.compile(r"^Time: [^\n]*?\((?:by )?the rule in the README\)\.|^Time: ~\d+ minutes\.")
+TIME_LINE = re.compile(r"^Time: [^\n]*?\(by the rule in the README\)\.")  # what time_line() writes
 BEGIN, END = "<!-- pace: begin (scripts/pace.py --write) -->", "<!-- pace: end -->"
 
 
@@ -100,6 +100,8 @@ def write(times: dict[str, dict[str, int]]) -> None:
         first = nb.cells[0]
         lines = first.source.split("\n")
         at = next(i for i, line in enumerate(lines) if line.startswith("Time: "))
+        if not TIME_LINE.match(lines[at]):
+            raise SystemExit(f"{path.name}: its time line is not one pace.py wrote: {lines[at]!r}")
         lines[at] = TIME_LINE.sub(time_line(times[path.stem]), lines[at], count=1)
         first.source = "\n".join(lines)
         nbformat.write(nb, path)
