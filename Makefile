@@ -27,7 +27,7 @@
 #
 # Other targets: make setup (steps 1-4 only), make reset (notebooks back as committed; NB=04 for
 # one; edited ones are copied to .reset-backup/ first), make lock (maintainers: re-lock, re-export
-# requirements.lock for conda and binder/requirements.txt for Binder; needs PyPI), make canary
+# requirements.lock for pip and binder/requirements.txt for conda and Binder; needs PyPI), make canary
 # (maintainers: the suite on the newest releases; needs PyPI), make clean (remove .tools/ and .venv/).
 
 PYTHON ?= python3
@@ -84,9 +84,13 @@ bench: $(SYNCED)
 # Always syncs (a no-op in a second when nothing changed), so it also restores the tested versions
 # after a `pip install -U` in .venv (labkit.versions.compare() names this command); lab, test and
 # bench sync only when uv.lock or pyproject.toml changes.
-setup: $(LAB_OVERRIDES) nbstrip-filter | $(TOOLS)/.uv-$(UV_VERSION)
+# The settings override and the filter come after this sync, in a sub-make, not as prerequisites:
+# through $(LAB_OVERRIDES) -> $(SYNCED) a fresh clone's `make setup` synced twice, and the filter
+# would be written before step 1 has checked $(PYTHON).
+setup: | $(TOOLS)/.uv-$(UV_VERSION)
 	$(SYNC)
 	@touch $(SYNCED)
+	@$(MAKE) --no-print-directory $(LAB_OVERRIDES) nbstrip-filter
 
 $(LAB_OVERRIDES): scripts/jupyterlab_overrides.json $(SYNCED)
 	@mkdir -p $(@D)
@@ -94,9 +98,11 @@ $(LAB_OVERRIDES): scripts/jupyterlab_overrides.json $(SYNCED)
 
 # In a git clone only: git passes every notebook through scripts/nbstrip.py (standard library, so
 # the base Python runs it) before it compares or stores it, so running a notebook leaves git clean.
+# A $(PYTHON) that does not run stops here rather than writing a filter git cannot start.
 nbstrip-filter:
 	@if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then \
-	  git config filter.nbstrip.clean "'$$($(PYTHON) -c 'import sys; print(sys.executable)')' scripts/nbstrip.py"; \
+	  py="$$($(PYTHON) -c 'import sys; print(sys.executable)')" || exit 1; \
+	  git config filter.nbstrip.clean "'$$py' scripts/nbstrip.py"; \
 	fi
 
 reset:

@@ -11,12 +11,13 @@ user turns, the user re-sending a turn at most twice) on a fresh lab model, for 
   ``OffloadMiddleware`` then ``SummarizeMiddleware``, deepagents' file tools, eviction off);
 * **deepagents** — ``create_deep_agent``'s whole default stack, untouched.
 
-Both get the same ``Recorder`` (``scenario.run`` puts it last). Every figure is CPU time
-(``time.process_time``, the whole process), attributed *exclusively*: a clock follows, in each
-thread (tool calls run in worker threads, in parallel when a reply makes several), which code is
-running — a middleware hook's own code, the model's ``_generate``, the agent's construction, or
-everything else (langgraph's loop, langchain's model node and ``bind_tools``, the tools, the
-checkpointer) — and a middleware's ``handler(...)`` call is charged to whatever runs inside it.
+Both get the same ``Recorder`` (``scenario.run`` puts it last). Every figure is CPU time: a run's
+total is ``time.process_time`` (the whole process), its parts are attributed *exclusively* by
+``time.thread_time``: a clock follows, in each thread (tool calls run in worker threads, in parallel
+when a reply makes several), which code is running — a middleware hook's own code, the model's
+``_generate``, the agent's construction, or everything else (langgraph's loop, langchain's model
+node and ``bind_tools``, the tools, the checkpointer) — and a middleware's ``handler(...)`` call is
+charged to whatever runs inside it.
 
 Each run is timed twice in a row: **cold** — labkit's process-wide counting caches emptied first
 (each text is BPE-encoded once, each tool converted once, as in a fresh kernel) and the lab model

@@ -1,7 +1,7 @@
 """Benchmark: what a learner waits for when a slider moves, and a fresh kernel's first plot.
 
-Three figures, each CPU time (``time.process_time``: the machine is shared, and a move is all
-in the kernel's one thread), each a median:
+Three figures for the line and one printed beside them, each CPU time (``time.process_time``: the
+machine is shared, and a move is all in the kernel's one thread), each a median:
 
 - ``knobs_cold_ms`` — ``widgets.knobs`` over a 200-call record (``replay.synthetic_run``): a move
   of one slider to a value this panel has not seen (no panel cache hit), all it does: the replay,

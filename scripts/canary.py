@@ -83,7 +83,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     work = Path(tempfile.mkdtemp(prefix="labkit-canary-"))
     venv, python = work / "venv", work / "venv" / "bin" / "python"
-    (work / "overrides.txt").write_text("\n".join(overrides(tomllib.loads((ROOT / "pyproject.toml").read_text()))))
+    (work / "overrides.txt").write_text("\n".join(overrides(tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8")))))
     env = {**os.environ, "UV_PYTHON_DOWNLOADS": "never", "VIRTUAL_ENV": str(venv)}
     try:
         run([args.uv, "venv", "--quiet", "--python", args.python, str(venv)], env=env)

@@ -27,7 +27,7 @@ BEGIN, END = "<!-- course map: begin (scripts/pace.py --write) -->", "<!-- cours
 
 def leaves_knowing() -> dict[str, str]:
     """The README course table's second column, by notebook number."""
-    rows = re.findall(r"^\| (\d\d) [^|]+\| ([^\n]+?) \|$", pace.README.read_text(), re.MULTILINE)
+    rows = re.findall(r"^\| (\d\d) [^|]+\| ([^\n]+?) \|$", pace.README.read_text(encoding="utf-8"), re.MULTILINE)
     return dict(rows)
 
 
@@ -45,9 +45,8 @@ def table(times: dict[str, dict[str, int]]) -> str:
         number, m = path.name[:2], times[path.stem]
         rows.append(f"| {number} | [{title(path)}]({path.name}) | {knowing.get(number, '')} "
                     f"| {m['core']} min | {m['total']} min |")
-    core = sum(m["core"] for m in times.values())
-    total = sum(m["total"] for m in times.values())
-    rows.append(f"| | **all sixteen** | | **{core / 60:.1f} h** | **{total / 60:.1f} h** |")
+    core, total = pace.hours(times)
+    rows.append(f"| | **all sixteen** | | **{core}** | **{total}** |")
     return "\n".join(rows)
 
 

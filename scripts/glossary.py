@@ -23,7 +23,7 @@ GLOSSARY = ROOT / "GLOSSARY.md"
 def terms() -> list[tuple[list[str], str]]:
     """The glossary's rows: (English forms, 中文)."""
     rows = []
-    for line in GLOSSARY.read_text().splitlines():
+    for line in GLOSSARY.read_text(encoding="utf-8").splitlines():
         cells = [c.strip() for c in line.strip().strip("|").split("|")]
         if len(cells) == 3 and cells[0] not in ("English", "") and not set(cells[0]) <= {"-"}:
             rows.append(([form.strip() for form in cells[0].split(" / ")], cells[1]))

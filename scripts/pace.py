@@ -32,7 +32,7 @@ ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
 README = ROOT / "README.md"
 WORDS_PER_MINUTE, LINES_PER_MINUTE, MINUTES_PER_EXERCISE, CORE_LIMIT = 130, 6, 6, 45
-TIME_LINE = re.compile(r"^Time: [^\n]*?\((?:by )?the rule in the README\)\.|^Time: ~\d+ minutes\.")
+TIME_LINE = re.compile(r"^Time: [^\n]*?\(by the rule in the README\)\.")  # what time_line() writes
 BEGIN, END = "<!-- pace: begin (scripts/pace.py --write) -->", "<!-- pace: end -->"
 
 
@@ -80,13 +80,17 @@ def time_line(m: dict[str, int]) -> str:
             f"{m['deep']} (by the rule in the README).")
 
 
+def hours(times: dict[str, dict[str, int]]) -> tuple[str, str]:
+    """The whole course's core path and total, in hours: the last row of both tables."""
+    return tuple(f"{sum(m[key] for m in times.values()) / 60:.1f} h" for key in ("core", "total"))
+
+
 def readme_table(times: dict[str, dict[str, int]]) -> str:
     rows = ["| notebook | core path | deep dives | total |", "|---|---:|---:|---:|"]
     rows += [f"| {name} | {m['core']} min | {m['deep']} min | {m['total']} min |"
              for name, m in times.items()]
-    core = sum(m["core"] for m in times.values())
-    total = sum(m["total"] for m in times.values())
-    rows.append(f"| **all sixteen** | **{core / 60:.1f} h** | | **{total / 60:.1f} h** |")
+    core, total = hours(times)
+    rows.append(f"| **all sixteen** | **{core}** | | **{total}** |")
     return "\n".join(rows)
 
 
@@ -96,12 +100,14 @@ def write(times: dict[str, dict[str, int]]) -> None:
         first = nb.cells[0]
         lines = first.source.split("\n")
         at = next(i for i, line in enumerate(lines) if line.startswith("Time: "))
+        if not TIME_LINE.match(lines[at]):
+            raise SystemExit(f"{path.name}: its time line is not one pace.py wrote: {lines[at]!r}")
         lines[at] = TIME_LINE.sub(time_line(times[path.stem]), lines[at], count=1)
         first.source = "\n".join(lines)
         nbformat.write(nb, path)
-    text = README.read_text()
+    text = README.read_text(encoding="utf-8")
     start, stop = text.index(BEGIN) + len(BEGIN), text.index(END)
-    README.write_text(text[:start] + "\n" + readme_table(times) + "\n" + text[stop:])
+    README.write_text(text[:start] + "\n" + readme_table(times) + "\n" + text[stop:], encoding="utf-8")
     import course_index  # a sibling script that imports this one: here, not at the top (a cycle)
     course_index.write(times)
 
