@@ -74,6 +74,7 @@ class Trajectory:
     prefix: list[int]
     by_kind: dict[str, list[int]]
     xml: list[str]
+    facts: list  # what the lab model's summary reads in each message (model.summary_facts)
     xml_prefix: list[int]
     needle_at: list[int]
     counter: TokenCounter
@@ -138,7 +139,7 @@ def trajectory(run: Any, counter: TokenCounter | None = None) -> Trajectory:
         system=[r.by_kind["system"] for r in calls],
         outputs=[r.output_tokens for r in calls], turns=[r.turn for r in calls],
         tool_calls=[list(r.tool_calls) for r in calls], prefix=prefix, by_kind=by_kind, xml=xml,
-        xml_prefix=xml_prefix, needle_at=needle_at, counter=counter,
+        facts=[summary_facts(x) for x in xml], xml_prefix=xml_prefix, needle_at=needle_at, counter=counter,
         size_of_id={id(m): s for m, s in zip(messages, sizes)})
 
 
@@ -212,15 +213,14 @@ def _summary(t: Trajectory, shown: list[BaseMessage], last: Event | None, cut: i
         if len(t.memo) > 4096:  # a long slider session: start again rather than grow without end
             t.memo.clear()
         head = [_xml(shown[0])] if last else []
-        facts = t.memo.setdefault("facts", {})  # each recorded message read once (lab_summary's facts)
-        parts = [facts.get(i) or facts.setdefault(i, summary_facts(t.xml[i])) for i in range(first, absolute)]
         template = t.memo.get(("template", keep_figures))
         if template is None:
             template = t.counter.text(summary_prompt([], keep_figures)) + 3
             t.memo[("template", keep_figures)] = template
         n_in = template + t.xml_prefix[absolute] - t.xml_prefix[first] + (
             t.counter.text(head[0]) if head else 0)
-        summary = write_summary(merge([summary_facts(h) for h in head] + parts), keep_figures)
+        folded = merge([summary_facts(h) for h in head] + t.facts[first:absolute])
+        summary = write_summary(folded, keep_figures)
         t.memo[key] = (summary, n_in, _by_lines(t, summary))
     return t.memo[key]
 
