@@ -60,9 +60,11 @@ class Exercise:
 
     def check(self, answer: Any) -> str:
         """Say whether ``answer`` is right: "Correct!", "Not yet: ..." or "Not attempted yet: ..."."""
-        problem = self.problem(answer)
-        return Say(f"Not yet: {problem}  (call .hint() for a hint, .solution() to see one)"
-                   if problem and answer is not None else problem or "Correct!")
+        if answer is None:
+            return Say(self.problem(answer))
+        problem = self.checker(answer)
+        return Say(f"Not yet: {problem}  (call .hint() for a hint, .solution() to see one)" if problem
+                   else "Correct!")
 
     def problem(self, answer: Any) -> str | None:
         """What is wrong with ``answer``, or ``None`` when it is right (the placeholder is wrong)."""
