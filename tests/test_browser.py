@@ -43,7 +43,7 @@ CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync", "--no-first-run",
                  "--disable-default-apps", "--disable-extensions", "--mute-audio"]
-NOTEBOOK = "browser_panel.ipynb"
+NOTEBOOK = "panel_offload.ipynb"  # the offload panel's notebook (PANELS)
 WAIT_MS = 60_000  # for one step on a busy 2-core machine; the whole test takes ~15 s
 
 pytestmark = pytest.mark.skipif(
@@ -85,7 +85,7 @@ PANELS = {  # panel -> (the cell that shows it, how a learner moves it)
 }
 
 
-def _notebook(source: str = PANELS["offload"][0]) -> dict:
+def _notebook(source: str) -> dict:
     return {"nbformat": 4, "nbformat_minor": 5,
             "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}},
             "cells": [{"cell_type": "code", "id": "panel", "metadata": {}, "execution_count": None,
@@ -99,7 +99,6 @@ def lab(tmp_path_factory):
     root = tmp_path_factory.mktemp("lab")
     served, config, runtime = root / "served", root / "config", root / "runtime"
     served.mkdir()
-    (served / NOTEBOOK).write_text(json.dumps(_notebook(), indent=1), encoding="utf-8")
     for name, (source, _) in PANELS.items():
         (served / f"panel_{name}.ipynb").write_text(json.dumps(_notebook(source), indent=1), encoding="utf-8")
     (config / "labconfig").mkdir(parents=True)
