@@ -140,3 +140,15 @@ def test_a_diagram_is_self_contained_and_shown(svg):
         assert outside not in text, f"{outside} loads something from outside (offline, static export)"
     shown_in = [p.name for p in NOTEBOOKS if f"figures/{svg.name}" in _figures_shown(p)]
     assert shown_in, f"{svg.name} is shown by no notebook"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name[:2])
+def test_a_panel_the_learner_moves_is_never_moved_by_the_notebook(path):
+    """A displayed panel starts from its defaults after Run All: the notebook's own ``.set()``
+    checks move a second instance, never the one it shows."""
+    code = "\n".join(c.source for c in _read(path).cells if c.cell_type == "code")
+    shown = {c.source.strip().splitlines()[-1] for c in _read(path).cells
+             if c.cell_type == "code" and c.source.strip()}
+    panels = set(re.findall(r"^(\w+) = widgets\.\w+\(", code, flags=re.M)) & shown
+    moved = sorted(name for name in panels if re.search(rf"\b{name}\.set\(", code))
+    assert not moved, f"the notebook moves the panel it shows: {moved}"
