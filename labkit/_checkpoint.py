@@ -24,12 +24,17 @@ __all__ = ["LatestSaver"]
 class LatestSaver(InMemorySaver):
     """``InMemorySaver`` that keeps one version of each plain channel per thread: the latest."""
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._latest: dict[tuple, Any] = {}  # (thread, ns, channel) -> the version kept
+
     def put(self, config, checkpoint, metadata, new_versions) -> Any:
         saved = super().put(config, checkpoint, metadata, new_versions)
         thread, ns = saved["configurable"]["thread_id"], saved["configurable"]["checkpoint_ns"]
-        plain = {channel: version for channel, version in new_versions.items()
-                 if channel in checkpoint["channel_values"]}  # a delta channel's value is not here
-        for key in [k for k in self.blobs if k[:2] == (thread, ns) and k[2] in plain
-                    and k[3] != plain[k[2]]]:
-            del self.blobs[key]
+        for channel, version in new_versions.items():
+            if channel in checkpoint["channel_values"]:  # a delta channel's value is not here
+                old = self._latest.get((thread, ns, channel))
+                if old is not None and old != version:
+                    self.blobs.pop((thread, ns, channel, old), None)
+                self._latest[(thread, ns, channel)] = version
         return saved
