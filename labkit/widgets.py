@@ -185,11 +185,15 @@ def _by_outcome(compute: Callable[..., dict]) -> Callable[..., dict]:
     The run is deterministic and the stub does not name the limit, so two limits that make the
     same evict-or-keep decision on every result the run weighed give the same run: only its
     title and status are redrawn (``tool_limit`` has a handful of distinct outcomes per setting).
+    Runs are kept for the 32 settings used last, as the panel keeps its results.
     """
-    runs: dict[tuple, list[dict]] = {}
+    runs: OrderedDict[tuple, list[dict]] = OrderedDict()
 
     def result(window: int, offload: bool, tool_limit: int, export_scale: float) -> dict:
         same = runs.setdefault((window, offload, export_scale), [])
+        runs.move_to_end((window, offload, export_scale))
+        while len(runs) > 32:
+            runs.popitem(last=False)
         for done in same:
             limit = done["values"]["tool_limit"]
             if not offload or all((n > tool_limit) == (n > limit) for n in done["weighed"]):
