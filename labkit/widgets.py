@@ -3,19 +3,20 @@
 Notebook 04 introduces them with :func:`offload_panel` (each move re-runs the scenario, cached per
 setting); notebook 07 adds :func:`knobs`, which replays a recorded run under new summarization
 knobs (``labkit.replay``, milliseconds); notebook 16 adds :func:`clinic`, one button per failure
-mode of ``labkit.diagnose``. Each is a :class:`Panel`: ``.controls``, ``.result`` (a dict with
-a ``"figure"``) and ``.widget``. Nothing is displayed when a panel is made, nothing happens at
-import, and the computing functions return their results and never print (nbval-safe).
+mode of ``labkit.diagnose``. Each is a :class:`Panel` (``labkit._panel``): ``.controls``,
+``.result`` (a dict with a ``"figure"``), ``.drawn`` (the figure on screen) and ``.widget``; in
+JupyterLab a move redraws the plot in place (``labkit._render``). Nothing is displayed when a panel
+is made, nothing happens at import, and the computing functions return their results and never
+print (nbval-safe).
 
 What it leaves out: replaying offloading (eviction changes the tool results themselves, so each
-offload setting re-runs the scenario), and plotly's ``FigureWidget`` (it needs ``anywidget``).
+offload setting re-runs the scenario).
 """
 
 from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
-from contextlib import contextmanager
 from html import escape
 from typing import Any
 
@@ -23,8 +24,8 @@ import ipywidgets as ipw
 import plotly.graph_objects as go
 
 from labkit import diagnose, plots, scenario, tables
+from labkit._panel import Panel, check_knob
 from labkit._paths import RESULTS_DIR
-from labkit._render import figure_output, snapshot_html
 from labkit.model import LabModel
 from labkit.offload import OffloadMiddleware
 from labkit.replay import Trajectory, replay, trajectory
@@ -32,118 +33,6 @@ from labkit.replay import Trajectory, replay, trajectory
 __all__ = ["Panel", "clinic", "clinic_result", "knobs", "knobs_result", "offload_panel", "offload_result"]
 
 _STYLE = {"description_width": "150px"}
-
-
-def _check(knob: str, control: ipw.Widget, value: Any) -> Any:
-    """``value`` if the control can hold it, else a ``ValueError`` naming the knob and its range."""
-    if isinstance(control, ipw.ToggleButtons):
-        allowed = [o[1] if isinstance(o, tuple) else o for o in control.options]
-        if value not in allowed:
-            raise ValueError(f"{knob} must be one of {', '.join(map(repr, allowed))}; got {value!r}")
-        return value
-    if isinstance(control, ipw.Checkbox):
-        if not isinstance(value, bool):
-            raise ValueError(f"{knob} must be True or False, got {value!r}")
-        return value
-    whole = isinstance(control, ipw.IntSlider)
-    number = isinstance(value, int) if whole else isinstance(value, (int, float))
-    if isinstance(value, bool) or not number or not control.min <= value <= control.max:
-        lo, hi = (f"{control.min:,}", f"{control.max:,}") if whole \
-            else (f"{control.min:g}", f"{control.max:g}")
-        kind = "a whole number" if whole else "a number"
-        raise ValueError(f"{knob} must be {kind} from {lo} to {hi}, got {value!r}")
-    return value if whole else float(value)
-
-
-class Panel:
-    """Controls that recompute a result and redraw its figure. Notebook 04.
-
-    Moving a slider, or calling ``panel.set(knob=value)`` from code, recomputes the result
-    synchronously and redraws; results are cached per setting, so moving a slider back is instant.
-    A ``Panel`` at the end of a cell shows its ``.widget`` (and, for viewers that draw no widgets,
-    an HTML snapshot); the figure goes through the active plotly renderer (``labkit._render``).
-
-    Args:
-        compute: called with every knob as a keyword argument; returns a dict with ``"figure"``
-            (a plotly Figure) and, if it likes, ``"status"`` (one line of HTML shown above it).
-        controls: ipywidgets by knob name — ``IntSlider``, ``FloatSlider``, ``Checkbox`` or
-            ``ToggleButtons`` (one button per choice).
-        cache_size: how many settings to remember.
-
-    Example:
-        >>> # panel = Panel(lambda n: {"figure": make(n)}, {"n": ipw.IntSlider(3, min=1, max=9)})
-        >>> # panel.set(n=5)["figure"]
-    """
-
-    def __init__(self, compute: Callable[..., dict], controls: Mapping[str, ipw.Widget],
-                 cache_size: int = 32) -> None:
-        if not controls:
-            raise ValueError("a Panel needs at least one control")
-        for knob, control in controls.items():
-            if not isinstance(control, (ipw.IntSlider, ipw.FloatSlider, ipw.Checkbox, ipw.ToggleButtons)):
-                raise TypeError(f"control {knob!r} must be an IntSlider, FloatSlider or Checkbox "
-                                f"(or ToggleButtons), not {type(control).__name__}")
-        self.controls = dict(controls)
-        self._compute = compute
-        self._cache: OrderedDict[tuple, dict] = OrderedDict()
-        self._cache_size = cache_size
-        self._holding = False
-        self.status = ipw.HTML()
-        self.output = ipw.Output()
-        self.widget = ipw.VBox([*self.controls.values(), self.status, self.output])
-        for control in self.controls.values():
-            control.observe(self._changed, names="value")
-        self.result = self._update()
-
-    @property
-    def values(self) -> dict[str, Any]:
-        """The knobs' current values."""
-        return {knob: control.value for knob, control in self.controls.items()}
-
-    def set(self, **values: Any) -> dict:
-        """Set knobs (all checked first, so a bad one changes nothing), recompute once, redraw,
-        and return the new result."""
-        for knob in values:
-            if knob not in self.controls:
-                raise ValueError(f"unknown knob {knob!r}; this panel has {', '.join(self.controls)}")
-        checked = {knob: _check(knob, self.controls[knob], v) for knob, v in values.items()}
-        with self._hold():
-            for knob, value in checked.items():
-                self.controls[knob].value = value
-        return self._update()
-
-    @contextmanager
-    def _hold(self):
-        self._holding = True
-        try:
-            yield
-        finally:
-            self._holding = False
-
-    def _changed(self, change) -> dict | None:
-        return None if self._holding else self._update()
-
-    def _update(self) -> dict:
-        values = self.values
-        key = tuple(values.items())
-        if key in self._cache:
-            self._cache.move_to_end(key)
-        else:
-            self.status.value = "<i>re-running the lab…</i>"
-            self._cache[key] = self._compute(**values)
-            while len(self._cache) > self._cache_size:
-                self._cache.popitem(last=False)
-        self.result = self._cache[key]
-        self.status.value = self.result.get("status", "")
-        self.output.outputs = (figure_output(self.result["figure"]),)  # via the active renderer
-        return self.result
-
-    def _repr_mimebundle_(self, **kwargs):
-        bundle = self.widget._repr_mimebundle_(**kwargs) or {}  # live where widgets render, else:
-        return bundle | {"text/html": snapshot_html(self.controls, self.status.value, self.result["figure"])}
-
-    def __repr__(self) -> str:
-        return "Panel(" + ", ".join(f"{k}={v!r}" for k, v in self.values.items()) + ")"
 
 
 # -- notebook 04: offloading tool results --------------------------------------------------------
@@ -226,7 +115,7 @@ def offload_panel(window: int = 128_000, offload: bool = True, tool_limit: int =
     initial = {"window": window, "offload": offload, "tool_limit": tool_limit, "export_scale": export_scale}
     for knob, value in initial.items():
         control = controls[knob]
-        control.value = _check(knob, control, value)
+        control.value = check_knob(knob, control, value)
         control.layout, control.style = ipw.Layout(width="560px"), _STYLE
         if not isinstance(control, ipw.Checkbox):
             control.continuous_update = False
@@ -333,7 +222,7 @@ def knobs(run: Any = None, window: int = 128_000, trigger: float = 0.85, keep: f
                "keep_figures": keep_figures, "archive": archive, "profile": profile}
     for knob, value in initial.items():
         control = controls[knob]
-        control.value = _check(knob, control, value)
+        control.value = check_knob(knob, control, value)
         if not isinstance(control, ipw.Checkbox):
             control.continuous_update = False
         control.layout, control.style = ipw.Layout(width="560px"), _STYLE
@@ -392,5 +281,5 @@ def clinic(mode: str = "hard_overflow", cases: Mapping[str, tuple] | None = None
     buttons = ipw.ToggleButtons(options=[(diagnose.LABELS[m], m) for m in diagnose.MODES],
                                 description="failure mode",
                                 style={"description_width": "100px", "button_width": "170px"})
-    buttons.value = _check("mode", buttons, mode)
+    buttons.value = check_knob("mode", buttons, mode)
     return Panel(lambda mode: clinic_result(mode, cases), {"mode": buttons})

@@ -155,8 +155,8 @@ def assert_snapshot(name: str, text: str) -> None:
 
 def pytest_terminal_summary(terminalreporter):
     """Figures a test recorded to be read, not judged: the browser test's input → redraw latency
-    per panel (``record_property("latency_ms …", ms)``), printed at the end of the run."""
-    lines = [f"  {name}: {value} ms" for report in terminalreporter.stats.get("passed", [])
+    per panel (``record_property("latency_ms …", "… ms …")``), printed at the end of the run."""
+    lines = [f"  {name}: {value}" for report in terminalreporter.stats.get("passed", [])
              if report.when == "call" for name, value in report.user_properties
              if name.startswith("latency_ms")]
     if lines:

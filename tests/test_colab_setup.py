@@ -79,7 +79,7 @@ def test_vscode_env_file_is_ignored_by_git():
 
 def test_plotly_renderer_from_the_environment_reaches_the_panels():
     code = ("from labkit import widgets\n"
-            "[out] = widgets.offload_panel().output.outputs\n"
+            "[out] = widgets.offload_panel().view.widget.outputs\n"
             "print(sorted(out['data']))")
     env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT), "PLOTLY_RENDERER": "notebook_connected"}
     shown = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)

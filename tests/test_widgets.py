@@ -86,7 +86,7 @@ def test_the_window_line_follows_the_window_knob(panel):
 
 def test_the_figure_is_drawn_into_the_output_as_plotly_json(panel):
     result = _set(panel, tool_limit=30_000)
-    [out] = panel.output.outputs
+    [out] = panel.view.widget.outputs
     drawn = out["data"][MIME]
     assert out["output_type"] == "display_data"
     seen = next(t for t in drawn["data"] if t["name"] == "seen by the model")
@@ -164,7 +164,7 @@ def test_set_computes_once_for_several_knobs_and_caches_each_setting():
     changed = panel.set(n=5, on=False)
     assert calls == [(3, True), (5, False)] and changed["status"] == "n is 5"
     assert panel.set(n=3, on=True) is first and len(calls) == 2  # moving back is instant
-    assert list(panel.output.outputs[0]["data"][MIME]["data"][0]["y"]) == [3]
+    assert list(panel.view.widget.outputs[0]["data"][MIME]["data"][0]["y"]) == [3]
 
 
 def test_the_cache_is_bounded():
@@ -196,7 +196,7 @@ def test_making_a_panel_displays_and_prints_nothing(monkeypatch, capsys):
     panel.set(n=4)
     made = widgets.offload_panel(tool_limit=25_000)
     assert capsys.readouterr() == ("", "")
-    assert isinstance(made.widget, ipw.VBox) and made.output in made.widget.children
+    assert isinstance(made.widget, ipw.VBox) and made.view.widget in made.widget.children
     assert "application/vnd.jupyter.widget-view+json" in made._repr_mimebundle_()
     assert repr(made) == "Panel(window=128000, offload=True, tool_limit=25000, export_scale=1.0)"
 

@@ -47,7 +47,7 @@ def test_a_press_shows_the_failure_its_fix_and_both_diagnoses(panel, cases):
     assert [s.y0 for s in fig.layout.shapes] == [broken.window]
     assert "orphan" in result["status"] and "no finding" in result["status"]
     assert panel.status.value == result["status"]
-    drawn = panel.output.outputs[0]["data"]["application/vnd.plotly.v1+json"]
+    drawn = panel.view.widget.outputs[0]["data"]["application/vnd.plotly.v1+json"]
     assert next(t for t in drawn["data"] if t["name"] == "seen, with the fix")["y"] == \
         [r.seen for r in fixed.run.records]
 

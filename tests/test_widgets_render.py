@@ -1,7 +1,8 @@
-"""labkit.widgets' figures go through the active plotly renderer: the Output widget a panel redraws
-holds plotly's JSON (JupyterLab) and, where the renderer makes one (Colab's ``colab``,
-``notebook_connected``), HTML that Colab and VS Code draw; a displayed panel also carries a static
-HTML snapshot for viewers with no widgets (``make book``).
+"""How labkit.widgets' figures reach the screen (``labkit._render``): in JupyterLab (plotly's
+``plotly_mimetype`` / ``jupyterlab`` renderers) a plotly ``FigureWidget`` updated in place, sent only
+what changed; elsewhere an Output widget that holds plotly's JSON (VS Code) and, where the renderer
+makes one (Colab's ``colab``, ``notebook_connected``), HTML that Colab draws; a displayed panel also
+carries a static HTML snapshot for viewers with no widgets (``make book``).
 
 Asserted on the output dicts the kernel sends, never on a rendered picture: the book's browser test
 (tests/test_book.py) draws the snapshot, tests/test_browser.py the live panel."""
@@ -13,6 +14,7 @@ import plotly.graph_objects as go
 import plotly.io as pio
 import pytest
 
+from labkit import _render as render
 from labkit import widgets
 
 MIME = "application/vnd.plotly.v1+json"
@@ -25,13 +27,55 @@ def _panel():
     return widgets.Panel(compute, {"n": ipw.IntSlider(3, min=1, max=9, description="n (count)")})
 
 
-@pytest.mark.parametrize("renderer", ["plotly_mimetype", "vscode", "jupyterlab"])
-def test_jupyterlab_and_vscode_get_plotly_json_only(monkeypatch, renderer):
+@pytest.mark.parametrize("renderer", ["plotly_mimetype", "jupyterlab", "plotly_mimetype+notebook"])
+def test_jupyterlab_redraws_the_plot_in_place(monkeypatch, renderer):
     monkeypatch.setattr(pio.renderers, "default", renderer)
     panel = _panel()
-    [out] = panel.output.outputs
-    assert set(out["data"]) == {MIME, "text/plain"}, "the same output as before: no HTML to send"
-    assert list(out["data"][MIME]["data"][0]["y"]) == [3]
+    fw = panel.view.widget
+    assert isinstance(fw, go.FigureWidget) and fw in panel.widget.children, "one plot, kept"
+    panel.set(n=7)
+    assert panel.view.widget is fw and list(fw.data[0].y) == [7] and fw.layout.title.text == "n is 7"
+    assert panel.drawn["data"][0]["y"] == [7], "drawn: the figure on screen, as plotly's JSON"
+
+
+def test_in_place_a_move_sends_only_what_changed(monkeypatch):
+    monkeypatch.setattr(pio.renderers, "default", "plotly_mimetype")
+    panel = _panel()
+    sent = []
+    monkeypatch.setattr(type(panel.view.widget), "_send_update_msg",
+                        lambda self, restyle_data, relayout_data, **k: sent.append((restyle_data, relayout_data)))
+    panel.set(n=8)
+    [(restyle, relayout)] = sent
+    assert restyle == {"y": [[8]]} and relayout == {"title": {"text": "n is 8"}}, "one message, the y and title"
+
+
+def test_in_place_traces_that_come_and_go_are_replaced(monkeypatch):
+    """A move can add a trace (a run that overflows marks its failed call) or drop one."""
+    monkeypatch.setattr(pio.renderers, "default", "plotly_mimetype")
+    traces = {1: [go.Bar(name="a", y=[1])], 2: [go.Bar(name="a", y=[2]), go.Scatter(name="b", y=[5])]}
+    panel = widgets.Panel(lambda n: {"figure": go.Figure(traces[n], layout={"title": f"n {n}"})},
+                          {"n": ipw.IntSlider(1, min=1, max=2)})
+    panel.set(n=2)
+    assert [(t.type, t.name, list(t.y)) for t in panel.view.widget.data] == [("bar", "a", [2]), ("scatter", "b", [5])]
+    panel.set(n=1)
+    assert [(t.name, list(t.y)) for t in panel.view.widget.data] == [("a", [1])]
+    assert panel.view.widget.layout.title.text == "n 1"
+
+
+def test_without_anywidget_jupyterlab_gets_plotly_json_in_an_output(monkeypatch):
+    monkeypatch.setattr(pio.renderers, "default", "plotly_mimetype")
+    monkeypatch.setattr(render, "find_spec", lambda name: None)
+    [out] = _panel().view.widget.outputs
+    assert set(out["data"]) == {MIME, "text/plain"} and list(out["data"][MIME]["data"][0]["y"]) == [3]
+
+
+def test_vscode_gets_plotly_json_only_in_an_output(monkeypatch):
+    """VS Code would fetch a widget's script from a CDN: a new figure per move, as JSON alone."""
+    monkeypatch.setattr(pio.renderers, "default", "vscode")
+    panel = _panel()
+    [out] = panel.view.widget.outputs
+    assert set(out["data"]) == {MIME, "text/plain"}, "no HTML to send"
+    assert list(out["data"][MIME]["data"][0]["y"]) == [3] and panel.drawn == out["data"][MIME]
 
 
 @pytest.mark.parametrize("renderer", ["colab", "notebook_connected", "plotly_mimetype+notebook_connected"])
@@ -39,7 +83,7 @@ def test_an_html_renderer_adds_html_the_frontend_can_draw_beside_the_json(monkey
     monkeypatch.setattr(pio.renderers, "default", renderer)
     panel = _panel()
     panel.set(n=7)
-    [out] = panel.output.outputs
+    [out] = panel.view.widget.outputs
     html = out["data"]["text/html"]
     assert "Plotly.newPlot" in html and '"n is 7"' in html, "the HTML draws this move's figure"
     assert "cdn.plot.ly" in html, "it loads plotly.js itself (Colab's page has none)"
@@ -47,11 +91,13 @@ def test_an_html_renderer_adds_html_the_frontend_can_draw_beside_the_json(monkey
 
 
 def test_the_output_follows_a_renderer_changed_after_the_panel_was_made(monkeypatch):
-    monkeypatch.setattr(pio.renderers, "default", "plotly_mimetype")
+    """Which view (in place or Output) is chosen when the panel is made; an Output's mimetypes
+    follow the renderer of each move."""
+    monkeypatch.setattr(pio.renderers, "default", "vscode")
     panel = _panel()
     monkeypatch.setattr(pio.renderers, "default", "colab")
     panel.set(n=5)
-    assert "text/html" in panel.output.outputs[0]["data"]
+    assert "text/html" in panel.view.widget.outputs[0]["data"]
 
 
 @pytest.mark.parametrize("renderer", ["png", "svg", "browser", "iframe", "json", ""])
@@ -59,7 +105,7 @@ def test_renderers_that_cannot_draw_into_an_output_are_skipped(monkeypatch, rend
     """Image renderers would start kaleido on every move, browser ones open a window, iframe writes a
     file: the panel keeps plotly's JSON alone and raises nothing."""
     monkeypatch.setattr(pio.renderers, "default", renderer or None)
-    [out] = _panel().output.outputs
+    [out] = _panel().view.widget.outputs
     assert set(out["data"]) == {MIME, "text/plain"}
 
 
