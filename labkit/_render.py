@@ -68,19 +68,21 @@ class FigureView:
             self.widget.outputs = (figure_output(figure),)
             return
         new, old, fw = figure.to_dict(), self._shown, self.widget
-        same = [(t.get("type"), t.get("name")) for t in new["data"]] == \
-            [(t.get("type"), t.get("name")) for t in old["data"]]
-        if not same:  # traces came or went: replace them all (a move that overflows adds one)
-            fw.data = ()
-            fw.add_traces(new["data"])
+        kept = min(len(old["data"]), len(new["data"]))
+        if [t.get("type") for t in old["data"][:kept]] != [t.get("type") for t in new["data"][:kept]]:
+            fw.data, kept = (), 0  # a trace changed type: draw the traces anew
+        elif len(old["data"]) > kept:
+            fw.data = fw.data[:kept]  # a trace went (say, the failed call's marker)
         with fw.batch_update():  # one message: every restyle and relayout of this move
-            for trace, was, now in zip(fw.data, old["data"], new["data"]) if same else ():
+            for trace, was, now in zip(fw.data, old["data"], new["data"][:kept]):
                 for key in was.keys() | now.keys():
                     if was.get(key) != now.get(key):
                         trace[key] = now.get(key)
             for key in old["layout"].keys() | new["layout"].keys():
                 if old["layout"].get(key) != new["layout"].get(key):
                     fw.layout[key] = new["layout"].get(key)
+        if len(new["data"]) > kept:  # a trace came
+            fw.add_traces(new["data"][kept:])
         self._shown = new
 
 

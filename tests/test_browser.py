@@ -2,12 +2,12 @@
 
 Everything else tests widgets in the kernel; this is the one check that the panel a learner sees
 works end to end — ipywidgets' comms, the slider's keyboard handling, the status line and the
-plotly figure redrawn in place (plotly's FigureWidget, ``labkit._render``). JupyterLab (from this environment) serves a temp
-folder on 127.0.0.1 with a token; Debian's ``/usr/bin/chromium``, driven by Playwright, opens a
-purpose-built one-cell notebook that shows ``labkit.widgets.offload_panel()``, runs it, presses
-End on the ``tool_limit`` slider (60,000 tokens: above every export, so nothing is evicted and the
-run overflows the window), then Home (2,000: every export evicted), and reads back the status line
-and the figure's own data from the page.
+plotly figure redrawn in place (plotly's FigureWidget, ``labkit._render``). JupyterLab (from this
+environment) serves a temp folder on 127.0.0.1 with a token; Debian's ``/usr/bin/chromium``, driven
+by Playwright, opens a purpose-built one-cell notebook that shows ``labkit.widgets.offload_panel()``,
+runs it, presses End on the ``tool_limit`` slider (60,000 tokens: above every export, so nothing is
+evicted and the run overflows the window), then Home (2,000: every export evicted), and reads back
+the status line and the figure's own data from the page.
 
 Why a tiny notebook rather than notebook 04: nbval already runs notebook 04's cells; what only a
 browser can show is the panel itself, and one cell gets to it in seconds. The served folder is a
@@ -29,8 +29,8 @@ import os
 import re
 import secrets
 import signal
-import statistics
 import socket
+import statistics
 import subprocess
 import sys
 import time
@@ -330,5 +330,6 @@ def test_each_panel_redraws_after_a_move_and_says_how_long(lab, page, tmp_path, 
             done = page.wait_for_function(_REDRAWN, arg=before, polling="raf").json_value()
             latencies.append(round(done - start))
         assert all(ms > 0 for ms in latencies), "each redraw came after its move"
+        moves = ", ".join(map(str, latencies))
         record_property(f"latency_ms {panel} ({PANELS[panel][1]}, median of {len(latencies)})",
-                        f"{statistics.median(latencies):.0f} ms (each move: {', '.join(map(str, latencies))})")
+                        f"{statistics.median(latencies):.0f} ms (each move: {moves} ms)")

@@ -42,24 +42,35 @@ def test_in_place_a_move_sends_only_what_changed(monkeypatch):
     monkeypatch.setattr(pio.renderers, "default", "plotly_mimetype")
     panel = _panel()
     sent = []
-    monkeypatch.setattr(type(panel.view.widget), "_send_update_msg",
-                        lambda self, restyle_data, relayout_data, **k: sent.append((restyle_data, relayout_data)))
+    def send(widget, restyle_data, relayout_data, **_):  # what goes to the browser
+        sent.append((restyle_data, relayout_data))
+
+    monkeypatch.setattr(type(panel.view.widget), "_send_update_msg", send)
     panel.set(n=8)
     [(restyle, relayout)] = sent
-    assert restyle == {"y": [[8]]} and relayout == {"title": {"text": "n is 8"}}, "one message, the y and title"
+    assert restyle == {"y": [[8]]}, "the one trace's y, nothing else of it"
+    assert relayout == {"title": {"text": "n is 8"}}, "the title, in the same message"
 
 
 def test_in_place_traces_that_come_and_go_are_replaced(monkeypatch):
     """A move can add a trace (a run that overflows marks its failed call) or drop one."""
     monkeypatch.setattr(pio.renderers, "default", "plotly_mimetype")
-    traces = {1: [go.Bar(name="a", y=[1])], 2: [go.Bar(name="a", y=[2]), go.Scatter(name="b", y=[5])]}
+    traces = {1: [go.Bar(name="a", y=[1], hovertext=["h"])],
+              2: [go.Bar(name="a", y=[2]), go.Scatter(name="b", y=[5])],
+              3: [go.Scatter(name="c", y=[3])]}
     panel = widgets.Panel(lambda n: {"figure": go.Figure(traces[n], layout={"title": f"n {n}"})},
-                          {"n": ipw.IntSlider(1, min=1, max=2)})
+                          {"n": ipw.IntSlider(1, min=1, max=3)})
+
+    def shown():
+        return [(t.type, t.name, list(t.y), t.hovertext) for t in panel.view.widget.data]
+
     panel.set(n=2)
-    assert [(t.type, t.name, list(t.y)) for t in panel.view.widget.data] == [("bar", "a", [2]), ("scatter", "b", [5])]
+    assert shown() == [("bar", "a", [2], None), ("scatter", "b", [5], None)], "one came, a key went"
     panel.set(n=1)
-    assert [(t.name, list(t.y)) for t in panel.view.widget.data] == [("a", [1])]
-    assert panel.view.widget.layout.title.text == "n 1"
+    assert shown() == [("bar", "a", [1], ("h",))] and panel.view.widget.layout.title.text == "n 1"
+    panel.set(n=3)
+    assert shown() == [("scatter", "c", [3], None)], "a trace of another type is drawn anew"
+    assert panel.drawn == panel.result["figure"].to_dict(), "what is on screen is the figure"
 
 
 def test_without_anywidget_jupyterlab_gets_plotly_json_in_an_output(monkeypatch):
