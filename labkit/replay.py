@@ -13,44 +13,26 @@ the scenario), offloading (it edits the messages themselves), the ``compact_conv
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
-from langchain_core.messages import BaseMessage, get_buffer_string
+from langchain_core.messages import BaseMessage
 
+from labkit._replay_summary import carried, summary, xml_text
 from labkit._sizes import check_limit
 from labkit._synthetic import synthetic_run
-from labkit.model import merge, summary_facts, write_summary
+from labkit.model import summary_facts
 from labkit.scenario import needle
-from labkit.summarize import (
-    Event,
-    SummarizeMiddleware,
-    archive_path,
-    next_fold,
-    section_id,
-    summary_message,
-    summary_prompt,
-)
+from labkit.summarize import Event, SummarizeMiddleware, archive_path, next_fold
+from labkit.summarize.archive import conversation_key, section_of
 from labkit.tokens import PRICES, TOKENS_PER_MESSAGE, TokenCounter, cost, message_text
 from labkit.trace import KINDS, MESSAGE_KINDS, CallRecord, compaction_marks, kind_of
 
 __all__ = ["NEEDLE_OUTCOMES", "Replay", "Trajectory", "replay", "synthetic_run", "trajectory"]
 
 NEEDLE_OUTCOMES = ("visible", "archive", "lost", "absent", "overflow")
-# Where a summary splits into pieces BPE counts apart: after a newline, before a character that is
-# neither space nor "/". A pre-token of o200k (or cl100k) holds a newline only if it is all
-# whitespace or punctuation followed by [\r\n/]*, so none spans such a boundary: the pieces' counts
-# add up to the whole's (tests/test_replay.py checks every replayed summary), and the lines most
-# summaries share are counted once (labkit._token_cache): a cold slider move counts only new lines.
-_PIECES = re.compile(r"(?<=\n)(?=[^\s/])")
-
-
-def _xml(message: BaseMessage) -> str:
-    """A message as the summary prompt renders it."""
-    return get_buffer_string([message], format="xml")
 
 
 @dataclass(eq=False)
@@ -79,6 +61,7 @@ class Trajectory:
     needle_at: list[int]
     counter: TokenCounter
     size_of_id: dict[int, int]
+    conversation: str  # summarize.archive.conversation_key(messages): names each fold's section
     memo: dict = field(default_factory=dict)  # summaries already made, by fold (slider moves reuse them)
 
     def tokens(self, message: BaseMessage) -> int:
@@ -126,7 +109,7 @@ def trajectory(run: Any, counter: TokenCounter | None = None) -> Trajectory:
             by_kind[k].append(by_kind[k][-1] + (size if k == kind else 0))
     xml, xml_tokens, xml_prefix = [], {}, [0]
     for m in messages:
-        text = _xml(m)
+        text = xml_text(m)
         if text not in xml_tokens:
             xml_tokens[text] = counter.text(text)
         xml.append(text)
@@ -140,7 +123,7 @@ def trajectory(run: Any, counter: TokenCounter | None = None) -> Trajectory:
         outputs=[r.output_tokens for r in calls], turns=[r.turn for r in calls],
         tool_calls=[list(r.tool_calls) for r in calls], prefix=prefix, by_kind=by_kind, xml=xml,
         facts=[summary_facts(x) for x in xml], xml_prefix=xml_prefix, needle_at=needle_at, counter=counter,
-        size_of_id={id(m): s for m, s in zip(messages, sizes)})
+        size_of_id={id(m): s for m, s in zip(messages, sizes)}, conversation=conversation_key(messages))
 
 
 @dataclass(frozen=True)
@@ -203,38 +186,6 @@ def _knobs(trigger, keep, window: int, profile: bool) -> SummarizeMiddleware:
     return SummarizeMiddleware(stand_in, trigger=trigger, keep=keep)
 
 
-def _summary(t: Trajectory, shown: list[BaseMessage], last: Event | None, cut: int,
-             keep_figures: bool) -> tuple[str, int, int]:
-    """The lab model's summary of ``shown[:cut]`` and the summary call's input and output tokens."""
-    first = last.cut if last else 0
-    absolute = first + cut - (1 if last else 0)
-    key = (last.summary if last else None, first, absolute, keep_figures)
-    if key not in t.memo:
-        if len(t.memo) > 4096:  # a long slider session: start again rather than grow without end
-            t.memo.clear()
-        head = [_xml(shown[0])] if last else []
-        template = t.memo.get(("template", keep_figures))
-        if template is None:
-            template = t.counter.text(summary_prompt([], keep_figures)) + 3
-            t.memo[("template", keep_figures)] = template
-        n_in = template + t.xml_prefix[absolute] - t.xml_prefix[first] + (
-            t.counter.text(head[0]) if head else 0)
-        folded = merge([summary_facts(h) for h in head] + t.facts[first:absolute])
-        summary = write_summary(folded, keep_figures)
-        t.memo[key] = (summary, n_in, _by_lines(t, summary))
-    return t.memo[key]
-
-
-def _by_lines(t: Trajectory, text: str) -> int:
-    """BPE tokens of a summary, or of the message carrying it, piece by piece (``_PIECES``), each
-    piece's count kept in the trajectory's memo, where the next slider move finds it."""
-    lines = t.memo.setdefault("lines", {})
-    for piece in (pieces := _PIECES.split(text)):
-        if piece not in lines:
-            lines[piece] = t.counter.text(piece)
-    return sum(lines[piece] for piece in pieces)
-
-
 class _Prefix(Sequence):
     """The first ``n`` messages of a trajectory, without copying them (a view for ``next_fold``)."""
 
@@ -279,24 +230,30 @@ class _Session:
         cut = self.events[-1].cut if self.events else 0
         return self.t.fixed[i] + self.summary_tokens + self.t.prefix[n] - self.t.prefix[cut]
 
+    def tokens(self, message: BaseMessage) -> int:
+        """BPE tokens of a message in view: a recorded one's count, or the current summary's."""
+        n = self.t.size_of_id.get(id(message))
+        if n is None and self.events and message.id == f"labkit-summary-{self.events[-1].number}":
+            return self.summary_tokens  # the message next_fold's view just made for the last event
+        return self.t.tokens(message) if n is None else n
+
     def compact(self, i: int, n: int, reason: str) -> bool:
         """Ask the middleware's decision; on a fold, add its event. Did it compact?"""
         p = self.policy
         planned = next_fold(_Prefix(self.t.messages, n), self.events, self.request(i, n), trigger=p.trigger,
-                            keep=p.keep, window=p.window, count=self.t.tokens, forced=reason == "overflow")
+                            keep=p.keep, window=p.window, count=self.tokens, forced=reason == "overflow")
         if planned is None:
             return False
         last = self.events[-1] if self.events else None
-        text, n_in, n_out = _summary(self.t, planned.shown, last, planned.cut, self.keep_figures)
+        text, n_in, n_out = summary(self.t, planned.shown, last, planned.cut, self.keep_figures)
         self.summary_in, self.summary_out = self.summary_in + n_in, self.summary_out + n_out
         number = len(self.events) + 1
         event = Event(cut=planned.absolute, summary=text, archive=self.path, created_at=n, number=number,
-                      reason=reason, section=section_id(self.t.messages, number))
+                      reason=reason, section=section_of(self.t.conversation, number))
         self.events.append(event)
         self.event_calls.append(i)
         self.event_records.append(len(self.records))  # the next record is the first to see its view
-        carried = message_text(summary_message(event))
-        self.summary_tokens = _by_lines(self.t, carried) + TOKENS_PER_MESSAGE
+        self.summary_tokens = carried(self.t, event) + TOKENS_PER_MESSAGE
         return True
 
     def record(self, i: int, n: int, error: str | None = None) -> int:

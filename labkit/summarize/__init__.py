@@ -25,6 +25,7 @@ from labkit.summarize.policy import (
                                      safe_cut,
                                      should_compact,
                                      summary_message,
+                                     summary_parts,
                                      summary_prompt,
                                      view,
 )
@@ -49,6 +50,7 @@ __all__ = [
     "section_id",
     "should_compact",
     "summary_message",
+    "summary_parts",
     "summary_prompt",
     "view",
 ]

@@ -36,6 +36,7 @@ __all__ = [
     "safe_cut",
     "should_compact",
     "summary_message",
+    "summary_parts",
     "summary_prompt",
     "view",
 ]
@@ -176,12 +177,19 @@ def view(messages: Sequence[BaseMessage], event: Event | None) -> list[BaseMessa
 
 def summary_message(event: Event) -> HumanMessage:
     """The message that stands for everything before the cut. Notebook 09."""
+    head, body = summary_parts(event)
+    return HumanMessage(head + body, additional_kwargs=dict(SUMMARY_METADATA),
+                        id=f"labkit-summary-{event.number}")
+
+
+def summary_parts(event: Event) -> tuple[str, str]:
+    """The summary message's text in two parts: the lines that name the compaction and its archive
+    (ending in a blank line), and the summary in its tags (``labkit.replay`` counts them apart)."""
     where = (f"The folded messages are archived, word for word, in {event.archive} — read or grep "
              "that file when you need an exact detail.\n\n") if event.archive else ""
-    text = (f"This conversation was compacted (compaction {event.number}): its first "
-            f"{event.cut} messages were replaced by the summary below.\n\n{where}"
-            f"<summary>\n{event.summary}\n</summary>")
-    return HumanMessage(text, additional_kwargs=dict(SUMMARY_METADATA), id=f"labkit-summary-{event.number}")
+    head = (f"This conversation was compacted (compaction {event.number}): its first "
+            f"{event.cut} messages were replaced by the summary below.\n\n{where}")
+    return head, f"<summary>\n{event.summary}\n</summary>"
 
 
 def summary_prompt(messages: Sequence[BaseMessage], keep_figures: bool = False) -> str:

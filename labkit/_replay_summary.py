@@ -1,0 +1,76 @@
+"""The lab model's summaries in a replay, and their tokens counted piece by piece (``labkit.replay``).
+
+A slider move replays dozens of folds; each needs its summary (written from per-message facts, kept
+in the trajectory's memo by fold) and the tokens of the message that carries it. Those are counted
+by pieces (``PIECES``) whose counts the memo keeps, so a cold move BPE-encodes only new lines, and
+the carried message is counted as its head (which compaction, which archive) plus its tagged
+summary, counted once per summary. What it leaves out: the decisions (``summarize.next_fold``).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from langchain_core.messages import BaseMessage, get_buffer_string
+
+from labkit.model import merge, summary_facts, write_summary
+from labkit.summarize import Event, summary_parts, summary_prompt
+
+__all__ = ["PIECES", "by_pieces", "carried", "summary", "xml_text"]
+
+# Where a summary splits into pieces BPE counts apart: after a newline, before a character that is
+# neither space nor "/". A pre-token of o200k (or cl100k) holds a newline only if it is all
+# whitespace or punctuation followed by [\r\n/]*, so none spans such a boundary: the pieces' counts
+# add up to the whole's (tests/test_replay.py checks every replayed summary), and the lines most
+# summaries share are counted once (labkit._token_cache): a cold slider move counts only new lines.
+PIECES = re.compile(r"(?<=\n)(?=[^\s/])")
+
+
+def xml_text(message: BaseMessage) -> str:
+    """A message as the summary prompt renders it."""
+    return get_buffer_string([message], format="xml")
+
+
+def summary(t: Any, shown: list[BaseMessage], last: Event | None, cut: int,
+            keep_figures: bool) -> tuple[str, int, int]:
+    """The lab model's summary of ``shown[:cut]`` and the summary call's input and output tokens
+    (``t`` is a ``replay.Trajectory``)."""
+    first = last.cut if last else 0
+    absolute = first + cut - (1 if last else 0)
+    key = (last.summary if last else None, first, absolute, keep_figures)
+    if key not in t.memo:
+        if len(t.memo) > 4096:  # a long slider session: start again rather than grow without end
+            t.memo.clear()
+        head = [xml_text(shown[0])] if last else []
+        template = t.memo.get(("template", keep_figures))
+        if template is None:
+            template = t.counter.text(summary_prompt([], keep_figures)) + 3
+            t.memo[("template", keep_figures)] = template
+        n_in = template + t.xml_prefix[absolute] - t.xml_prefix[first] + (
+            t.counter.text(head[0]) if head else 0)
+        folded = merge([summary_facts(h) for h in head] + t.facts[first:absolute])
+        text = write_summary(folded, keep_figures)
+        t.memo[key] = (text, n_in, by_pieces(t, text))
+    return t.memo[key]
+
+
+def by_pieces(t: Any, text: str) -> int:
+    """BPE tokens of ``text``, piece by piece (``PIECES``), each piece's count kept in the
+    trajectory's memo, where the next slider move finds it."""
+    lines = t.memo.setdefault("lines", {})
+    for piece in (pieces := PIECES.split(text)):
+        if piece not in lines:
+            lines[piece] = t.counter.text(piece)
+    return sum(lines[piece] for piece in pieces)
+
+
+def carried(t: Any, event: Event) -> int:
+    """BPE tokens of the text of ``summarize.summary_message(event)``, without building it: its
+    head ends in a newline and its body starts with "<", so ``PIECES`` splits the whole where the
+    two meet and the counts add up; the body's count is kept per summary."""
+    head, body = summary_parts(event)
+    bodies = t.memo.setdefault("bodies", {})
+    if event.summary not in bodies:
+        bodies[event.summary] = by_pieces(t, body)
+    return by_pieces(t, head) + bodies[event.summary]
