@@ -49,8 +49,8 @@ class FigureView:
     def __init__(self, figure) -> None:
         self.in_place = in_place()
         if self.in_place:  # built from the figure's JSON as it is (plotly.js checks it in the
-            self._shown = figure.to_dict()  # browser); later edits are checked, which sends them
-            self.widget = go.FigureWidget(self._shown, _validate=False)
+            self._shown = _plain(figure)  # browser); later edits are checked, which sends them
+            self.widget = go.FigureWidget(figure.to_dict(), _validate=False)
             for part in (self.widget, self.widget.layout, *self.widget.data):
                 part._validate = True
         else:
@@ -67,7 +67,7 @@ class FigureView:
         if not self.in_place:
             self.widget.outputs = (figure_output(figure),)
             return
-        new, old, fw = figure.to_dict(), self._shown, self.widget
+        new, old, fw = _plain(figure), self._shown, self.widget
         kept = min(len(old["data"]), len(new["data"]))
         if [t.get("type") for t in old["data"][:kept]] != [t.get("type") for t in new["data"][:kept]]:
             fw.data, kept = (), 0  # a trace changed type: draw the traces anew
@@ -76,14 +76,31 @@ class FigureView:
         with fw.batch_update():  # one message: every restyle and relayout of this move
             for trace, was, now in zip(fw.data, old["data"], new["data"][:kept]):
                 for key in was.keys() | now.keys():
-                    if was.get(key) != now.get(key):
+                    if not _same(was.get(key), now.get(key)):
                         trace[key] = now.get(key)
             for key in old["layout"].keys() | new["layout"].keys():
-                if old["layout"].get(key) != new["layout"].get(key):
+                if not _same(old["layout"].get(key), new["layout"].get(key)):
                     fw.layout[key] = new["layout"].get(key)
         if len(new["data"]) > kept:  # a trace came
             fw.add_traces(new["data"][kept:])
         self._shown = new
+
+
+def _plain(figure) -> dict:
+    """A figure's JSON as plotly holds it, each trace and the layout copied one level deep, not
+    deep-copied as ``to_dict`` does (most of a move's cost): a panel's figures are cached and never
+    changed once drawn."""
+    return {"data": [dict(t) for t in figure._data], "layout": dict(figure._layout)}
+
+
+def _same(a, b) -> bool:
+    """Equal JSON values; an array (numpy, which ``==`` compares item by item) only if it is the
+    same object."""
+    if a is b:
+        return True
+    if hasattr(a, "__array__") or hasattr(b, "__array__"):
+        return False
+    return a == b
 
 
 def figure_output(figure) -> dict:

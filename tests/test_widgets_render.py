@@ -138,3 +138,13 @@ def test_the_snapshot_shows_checkboxes_and_buttons_as_their_labels():
     panel.set(mode="soft")
     snapshot = panel._repr_mimebundle_()["text/html"]
     assert "archive: <b>on</b>" in snapshot and "mode: <b>Amnesia</b>" in snapshot
+
+
+def test_in_place_arrays_are_sent_when_they_are_new_objects(monkeypatch):
+    """numpy arrays (plotly express makes them) compare item by item: one not drawn before is sent."""
+    np = pytest.importorskip("numpy")
+    monkeypatch.setattr(pio.renderers, "default", "plotly_mimetype")
+    panel = widgets.Panel(lambda n: {"figure": go.Figure(go.Scatter(name="s", y=np.arange(n)))},
+                          {"n": ipw.IntSlider(2, min=1, max=5)})
+    panel.set(n=4)
+    assert list(panel.view.widget.data[0].y) == [0, 1, 2, 3]
