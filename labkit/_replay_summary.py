@@ -42,16 +42,25 @@ def summary(t: Any, shown: list[BaseMessage], last: Event | None, cut: int,
     if key not in t.memo:
         if len(t.memo) > 4096:  # a long slider session: start again rather than grow without end
             t.memo.clear()
-        head = [xml_text(shown[0])] if last else []
+        head_tokens, head_facts = _head(t, shown[0], last) if last else (0, [])
         template = t.memo.get(("template", keep_figures))
         if template is None:
             template = t.counter.text(summary_prompt([], keep_figures)) + 3
             t.memo[("template", keep_figures)] = template
-        n_in = template + t.xml_prefix[absolute] - t.xml_prefix[first] + (
-            t.counter.text(head[0]) if head else 0)
-        folded = merge([summary_facts(h) for h in head] + t.facts[first:absolute])
+        n_in = template + t.xml_prefix[absolute] - t.xml_prefix[first] + head_tokens
+        folded = merge(head_facts + t.facts[first:absolute])
         text = write_summary(folded, keep_figures)
         t.memo[key] = (text, n_in, by_pieces(t, text))
+    return t.memo[key]
+
+
+def _head(t: Any, message: BaseMessage, last: Event) -> tuple[int, list]:
+    """The tokens and facts of the summary message a re-fold starts from (``message``, made for
+    ``last``), kept per event: every fold that starts from ``last`` reads the same message."""
+    key = ("head", last.summary, last.number, last.cut, last.archive)
+    if key not in t.memo:
+        text = xml_text(message)
+        t.memo[key] = (by_pieces(t, text), [summary_facts(text)])
     return t.memo[key]
 
 
