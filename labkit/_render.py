@@ -24,6 +24,7 @@ from importlib.util import find_spec
 import ipywidgets as ipw
 import plotly.graph_objects as go
 import plotly.io as pio
+from plotly.basedatatypes import Undefined
 from plotly.io.base_renderers import HtmlRenderer, PlotlyRenderer
 
 __all__ = ["MIME", "FigureView", "figure_output", "in_place", "snapshot_html"]
@@ -48,11 +49,9 @@ class FigureView:
 
     def __init__(self, figure) -> None:
         self.in_place = in_place()
-        if self.in_place:  # built from the figure's JSON as it is (plotly.js checks it in the
-            self._shown = _plain(figure)  # browser); later edits are checked, which sends them
+        if self.in_place:  # built from the figure's JSON as it is: plotly.js checks it in the browser
+            self._shown = _plain(figure)
             self.widget = go.FigureWidget(figure.to_dict(), _validate=False)
-            for part in (self.widget, self.widget.layout, *self.widget.data):
-                part._validate = True
         else:
             self.widget = ipw.Output()
             self.draw(figure)
@@ -73,14 +72,17 @@ class FigureView:
             fw.data, kept = (), 0  # a trace changed type: draw the traces anew
         elif len(old["data"]) > kept:
             fw.data = fw.data[:kept]  # a trace went (say, the failed call's marker)
-        with fw.batch_update():  # one message: every restyle and relayout of this move
-            for trace, was, now in zip(fw.data, old["data"], new["data"][:kept]):
-                for key in was.keys() | now.keys():
-                    if not _same(was.get(key), now.get(key)):
-                        trace[key] = now.get(key)
-            for key in old["layout"].keys() | new["layout"].keys():
-                if not _same(old["layout"].get(key), new["layout"].get(key)):
-                    fw.layout[key] = new["layout"].get(key)
+        restyle: dict[str, list] = {}  # key -> a value per kept trace (Undefined: unchanged)
+        for i, (was, now) in enumerate(zip(old["data"], new["data"][:kept])):
+            for key in was.keys() | now.keys():
+                if not _same(was.get(key), now.get(key)):
+                    restyle.setdefault(key, [Undefined] * kept)[i] = now.get(key)
+        relayout = {key: new["layout"].get(key) for key in old["layout"].keys() | new["layout"].keys()
+                    if not _same(old["layout"].get(key), new["layout"].get(key))}
+        if restyle or relayout:  # one Plotly.update in the browser; plotly.js checks the values
+            fw.plotly_update(restyle_data=restyle, relayout_data=relayout, trace_indexes=list(range(kept)))
+            for key in relayout:  # plotly's objects for shapes and annotations, made again on reading
+                fw.layout._compound_array_props.pop(key, None)
         if len(new["data"]) > kept:  # a trace came
             fw.add_traces(new["data"][kept:])
         self._shown = new

@@ -58,14 +58,17 @@ def test_in_place_traces_that_come_and_go_are_replaced(monkeypatch):
     traces = {1: [go.Bar(name="a", y=[1], hovertext=["h"])],
               2: [go.Bar(name="a", y=[2]), go.Scatter(name="b", y=[5])],
               3: [go.Scatter(name="c", y=[3])]}
-    panel = widgets.Panel(lambda n: {"figure": go.Figure(traces[n], layout={"title": f"n {n}"})},
-                          {"n": ipw.IntSlider(1, min=1, max=3)})
+    panel = widgets.Panel(lambda n: {"figure": go.Figure(traces[n], layout={
+        "title": f"n {n}", "shapes": [{"type": "line", "y0": n, "y1": n}] * (n == 2)})},
+        {"n": ipw.IntSlider(1, min=1, max=3)})
+    assert panel.view.widget.layout.shapes == (), "read once before the moves"
 
     def shown():
         return [(t.type, t.name, list(t.y), t.hovertext) for t in panel.view.widget.data]
 
     panel.set(n=2)
     assert shown() == [("bar", "a", [2], None), ("scatter", "b", [5], None)], "one came, a key went"
+    assert [s.y0 for s in panel.view.widget.layout.shapes] == [2], "the widget's own objects follow"
     panel.set(n=1)
     assert shown() == [("bar", "a", [1], ("h",))] and panel.view.widget.layout.title.text == "n 1"
     panel.set(n=3)
