@@ -7,6 +7,7 @@ What it leaves out: layout beyond a column of controls, status line and figure.
 
 from __future__ import annotations
 
+import time
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from contextlib import contextmanager
@@ -16,7 +17,9 @@ import ipywidgets as ipw
 
 from labkit._render import FigureView, snapshot_html
 
-__all__ = ["Panel", "check_knob"]
+__all__ = ["SLOW_S", "Panel", "check_knob"]
+
+SLOW_S = 0.05  # after a computation this long (seconds), the next one first says "re-running the lab…"
 
 
 def check_knob(knob: str, control: ipw.Widget, value: Any) -> Any:
@@ -45,6 +48,8 @@ class Panel:
 
     Moving a slider, or calling ``panel.set(knob=value)`` from code, recomputes the result
     synchronously and redraws; results are cached per setting, so moving a slider back is instant.
+    When the last computation took over ``SLOW_S`` the status line says "re-running the lab…"
+    until the new result is drawn (for a replay of milliseconds it would only delay the plot).
     A ``Panel`` at the end of a cell shows its ``.widget`` (and, for viewers that draw no widgets,
     an HTML snapshot); the figure is redrawn in place in JupyterLab, else sent through the active
     plotly renderer (``labkit._render.FigureView``); ``.drawn`` is the figure on screen.
@@ -74,6 +79,7 @@ class Panel:
         self._cache: OrderedDict[tuple, dict] = OrderedDict()
         self._cache_size = cache_size
         self._holding = False
+        self._slow = True  # did the last computation take longer than SLOW_S?
         self.result = self._result()
         self.status = ipw.HTML(self.result.get("status", ""))
         self.view = FigureView(self.result["figure"])  # in place in JupyterLab (labkit._render)
@@ -120,17 +126,19 @@ class Panel:
         if key in self._cache:
             self._cache.move_to_end(key)
         else:
-            if busy is not None:
+            if busy is not None and self._slow:  # a line for the browser to draw only if worth it
                 busy.value = "<i>re-running the lab…</i>"
+            start = time.perf_counter()
             self._cache[key] = self._compute(**values)
+            self._slow = time.perf_counter() - start > SLOW_S
             while len(self._cache) > self._cache_size:
                 self._cache.popitem(last=False)
         return self._cache[key]
 
     def _update(self) -> dict:
         self.result = self._result(self.status)
+        self.view.draw(self.result["figure"])  # the plot first: it is what a learner watches
         self.status.value = self.result.get("status", "")
-        self.view.draw(self.result["figure"])
         return self.result
 
     def _repr_mimebundle_(self, **kwargs):

@@ -218,3 +218,20 @@ def test_a_limit_with_the_same_outcome_reuses_the_run_and_draws_what_a_fresh_run
         assert moved[key] == fresh[key], f"the same {key} as a fresh run"
     crossed = _set(panel, tool_limit=min(60_000, 1_000 * (above // 1_000 + 1)))
     assert crossed["run"] is not first["run"], "a limit past a result's size re-runs the scenario"
+
+
+def test_the_busy_line_shows_only_after_a_slow_computation(monkeypatch):
+    """A computation over SLOW_S makes the next one say "re-running the lab…" first; a fast one
+    (a replay) goes straight to its plot, the line a wasted redraw in the browser."""
+    from labkit import _panel
+
+    shown = []
+    panel, _ = _counting_panel()
+    panel.status.observe(lambda change: shown.append(change["new"]), names="value")
+    panel._slow = False
+    panel.set(n=4)
+    assert not any("re-running" in v for v in shown), "fast: no busy line"
+    monkeypatch.setattr(_panel, "SLOW_S", -1.0)  # every computation now counts as slow
+    panel.set(n=5)
+    panel.set(n=6)
+    assert sum("re-running" in v for v in shown) == 1, "the move after a slow one says it is busy"
