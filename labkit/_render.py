@@ -51,6 +51,7 @@ class FigureView:
         self.in_place = in_place()
         if self.in_place:  # built from the figure's JSON as it is: plotly.js checks it in the browser
             self._shown = _plain(figure)
+            self._slots = list(self._shown["data"])
             self.widget = go.FigureWidget(figure.to_dict(), _validate=False)
         else:
             self.widget = ipw.Output()
@@ -62,29 +63,33 @@ class FigureView:
         return self._shown if self.in_place else self.widget.outputs[0]["data"][MIME]
 
     def draw(self, figure) -> None:
-        """Show ``figure``: in place, only what differs from the figure on screen is sent."""
+        """Show ``figure``: in place, only what differs from the figure on screen is sent, in one
+        message (a trace the new figure lacks is hidden, and shown again when one takes its place)."""
         if not self.in_place:
             self.widget.outputs = (figure_output(figure),)
             return
         new, old, fw = _plain(figure), self._shown, self.widget
-        kept = min(len(old["data"]), len(new["data"]))
-        if [t.get("type") for t in old["data"][:kept]] != [t.get("type") for t in new["data"][:kept]]:
-            fw.data, kept = (), 0  # a trace changed type: draw the traces anew
-        elif len(old["data"]) > kept:
-            fw.data = fw.data[:kept]  # a trace went (say, the failed call's marker)
-        restyle: dict[str, list] = {}  # key -> a value per kept trace (Undefined: unchanged)
-        for i, (was, now) in enumerate(zip(old["data"], new["data"][:kept])):
+        slots, traces = self._slots, new["data"]  # the widget's traces; those past the figure's hidden
+        if [t.get("type") for t in slots[:len(traces)]] != [t.get("type") for t in traces[:len(slots)]]:
+            fw.data, slots = (), []  # a trace changed type: draw the traces anew
+        restyle: dict[str, list] = {}  # key -> a value per slot (Undefined: unchanged)
+        for i, was in enumerate(slots):  # a trace that went is hidden, not deleted: one update
+            now = traces[i] if i < len(traces) else {**was, "visible": False}
             for key in was.keys() | now.keys():
                 if not _same(was.get(key), now.get(key)):
-                    restyle.setdefault(key, [Undefined] * kept)[i] = now.get(key)
+                    restyle.setdefault(key, [Undefined] * len(slots))[i] = now.get(key)
+            slots[i] = now
         relayout = {key: new["layout"].get(key) for key in old["layout"].keys() | new["layout"].keys()
                     if not _same(old["layout"].get(key), new["layout"].get(key))}
         if restyle or relayout:  # one Plotly.update in the browser; plotly.js checks the values
-            fw.plotly_update(restyle_data=restyle, relayout_data=relayout, trace_indexes=list(range(kept)))
+            fw.plotly_update(restyle_data=restyle, relayout_data=relayout,
+                             trace_indexes=list(range(len(slots))))
             for key in relayout:  # plotly's objects for shapes and annotations, made again on reading
                 fw.layout._compound_array_props.pop(key, None)
-        if len(new["data"]) > kept:  # a trace came
-            fw.add_traces(new["data"][kept:])
+        if len(traces) > len(slots):  # more traces than ever: add the new ones
+            fw.add_traces(traces[len(slots):])
+            slots += traces[len(slots):]
+        self._slots = slots
         self._shown = new
 
 

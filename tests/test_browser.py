@@ -220,7 +220,8 @@ _READBACK = """() => {
     return {status: document.querySelector('.widget-html-content').innerText,
             readout: slider.querySelector('.widget-readout').innerText,
             title: gd.layout.title.text,
-            traces: Object.fromEntries(gd.data.map(t => [t.name, Array.from(t.y)]))};
+            traces: Object.fromEntries(gd.data.filter(t => t.visible !== false)  // as drawn
+                .map(t => [t.name, Array.from(t.y)]))};
 }"""
 
 

@@ -64,13 +64,17 @@ def test_in_place_traces_that_come_and_go_are_replaced(monkeypatch):
     assert panel.view.widget.layout.shapes == (), "read once before the moves"
 
     def shown():
-        return [(t.type, t.name, list(t.y), t.hovertext) for t in panel.view.widget.data]
+        return [(t.type, t.name, list(t.y), t.hovertext) for t in panel.view.widget.data
+                if t.visible is not False]
 
     panel.set(n=2)
     assert shown() == [("bar", "a", [2], None), ("scatter", "b", [5], None)], "one came, a key went"
     assert [s.y0 for s in panel.view.widget.layout.shapes] == [2], "the widget's own objects follow"
     panel.set(n=1)
     assert shown() == [("bar", "a", [1], ("h",))] and panel.view.widget.layout.title.text == "n 1"
+    assert len(panel.view.widget.data) == 2, "the one that went is hidden, not deleted"
+    panel.set(n=2)
+    assert shown() == [("bar", "a", [2], None), ("scatter", "b", [5], None)], "and shown again"
     panel.set(n=3)
     assert shown() == [("scatter", "c", [3], None)], "a trace of another type is drawn anew"
     assert panel.drawn == panel.result["figure"].to_dict(), "what is on screen is the figure"
