@@ -5,13 +5,17 @@ machine is shared, and a move is all in the kernel's one thread), each a median:
 
 - ``knobs_cold_ms`` — ``widgets.knobs`` over a 200-call record (``replay.synthetic_run``): a move
   of one slider to a value this panel has not seen (no panel cache hit), all it does: the replay,
-  the figure, the tables, the output the browser receives. Median of ``--moves`` moves.
+  the figure, the tables, the update the browser receives. Median of ``--moves`` moves, with the
+  renderer a Jupyter kernel starts with (``plotly_mimetype+notebook``): the plot is redrawn in place
+  (``labkit._render``); the same moves drawing a new plot each (VS Code's ``vscode``) are printed
+  beside it.
 - ``offload_cold_ms`` — ``widgets.offload_panel``: moves of ``tool_limit`` to values not seen
   (a move that evicts what an earlier run evicted redraws it; the others re-run the scenario),
   median of ``--moves``; the moves of ``window`` and ``export_scale``, which always re-run, are
   printed beside it.
 - with plotly's ``colab`` renderer (what Colab sets), the same knobs moves: each also sends the
   figure as HTML (``labkit._render``), printed beside ``knobs_cold_ms``.
+- ``offload_cold_ms`` and the other offload moves run with ``JUPYTER`` too.
 - ``first_plot_s`` — a fresh Python process imports labkit, runs the lab and then renders its
   first figure as Jupyter does (``fig._repr_mimebundle_``): that last step's CPU time, median of
   ``--kernels`` processes. Plotly imports nbformat (and so jsonschema) at that moment.
@@ -64,10 +68,14 @@ def knobs_moves(moves: int) -> list[float]:
     return times
 
 
-def knobs_moves_as_colab(moves: int) -> list[float]:
-    """``knobs_moves`` with plotly's ``colab`` renderer active: each move also builds the HTML."""
+JUPYTER = "plotly_mimetype+notebook"  # what plotly sets in a Jupyter kernel (JupyterLab, Notebook 7)
+
+
+def knobs_moves_as(renderer: str, moves: int) -> list[float]:
+    """``knobs_moves`` with plotly's ``renderer`` active when the panel is made and moved:
+    ``JUPYTER`` redraws in place, ``vscode`` sends a new plot per move, ``colab`` also its HTML."""
     before = pio.renderers.default
-    pio.renderers.default = "colab"
+    pio.renderers.default = renderer
     try:
         return knobs_moves(moves)
     finally:
@@ -92,12 +100,20 @@ def first_plot(kernels: int) -> list[float]:
 
 
 def measure(moves: int = 21, kernels: int = 5) -> dict[str, float]:
-    knobs = knobs_moves(moves)
-    colab = knobs_moves_as_colab(moves)
-    limits, others = offload_moves(moves)
+    knobs = knobs_moves_as(JUPYTER, moves)
+    vscode = knobs_moves_as("vscode", moves)
+    colab = knobs_moves_as("colab", moves)
+    before = pio.renderers.default
+    pio.renderers.default = JUPYTER
+    try:
+        limits, others = offload_moves(moves)
+    finally:
+        pio.renderers.default = before
     plots = first_plot(kernels)
     print(f"knobs (200-call record), {moves} unseen moves: median {statistics.median(knobs):.1f} ms CPU "
           f"(min {min(knobs):.1f}, max {max(knobs):.1f})")
+    print(f"knobs, the same moves drawing a new plot each (VS Code's renderer, plotly's JSON): median "
+          f"{statistics.median(vscode):.1f} ms CPU")
     print(f"knobs, the same moves with plotly's colab renderer (JSON + HTML): median "
           f"{statistics.median(colab):.1f} ms CPU")
     print(f"offload panel, {moves} unseen tool_limit moves: median {statistics.median(limits):.1f} ms CPU "
