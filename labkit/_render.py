@@ -1,17 +1,12 @@
 """How a panel's figure reaches the screen: redrawn in place, or as display data; and its snapshot.
 
-``labkit.widgets.Panel`` draws through a :class:`FigureView`. In JupyterLab and Notebook 7 (plotly's
-``plotly_mimetype`` / ``jupyterlab`` renderers, alone or with ``notebook``) it is plotly's
-``FigureWidget`` (anywidget, whose JupyterLab extension installs with it): a move sends only what
-changed and the browser updates the plot it already drew (``Plotly.update``) — about 80 ms from key
-press to redraw here, against ~220 ms for drawing a new plot (``tests/test_browser.py`` prints it).
-Elsewhere — VS Code and Colab, which would fetch a widget's script from a CDN, or when anywidget is
-missing — it is an ``ipywidgets.Output`` that receives a new figure per move: :func:`figure_output`
-asks the renderers named in ``plotly.io.renderers.default`` (``PLOTLY_RENDERER`` sets it) for their
-mimetypes: ``plotly_mimetype`` and ``vscode`` give plotly's JSON, ``colab`` and ``notebook_connected``
-HTML that loads plotly.js. Plotly's JSON is always there. The view is chosen when the panel is made.
-:func:`snapshot_html` is a panel as it was when displayed, for viewers with no kernel (``make book``);
-its figure needs plotly.js on the page.
+:class:`FigureView`: in JupyterLab and Notebook 7 (:func:`in_place`) plotly's ``FigureWidget``
+(anywidget), sent one ``Plotly.update`` of what changed per move — ~80 ms from key press to redraw
+here, ~220 ms when a new plot is drawn (``tests/test_browser.py``). Elsewhere (VS Code, Colab: they
+fetch a widget's script from a CDN) an ``ipywidgets.Output`` given a new figure per move:
+:func:`figure_output` asks the active plotly renderers (``PLOTLY_RENDERER``) for their mimetypes —
+plotly's JSON always, HTML that loads plotly.js for ``colab`` and ``notebook_connected``.
+:func:`snapshot_html` is a panel as displayed, for viewers with no kernel (``make book``).
 What it leaves out: image renderers (``png``, ``svg``: kaleido on every move), ``iframe`` (it
 writes a file per figure) and renderers that open a browser.
 """

@@ -4,11 +4,9 @@ Notebook 04 introduces them with :func:`offload_panel` (each move re-runs the sc
 setting); notebook 07 adds :func:`knobs`, which replays a recorded run under new summarization
 knobs (``labkit.replay``, milliseconds); notebook 16 adds :func:`clinic`, one button per failure
 mode of ``labkit.diagnose``. Each is a :class:`Panel` (``labkit._panel``): ``.controls``,
-``.result`` (a dict with a ``"figure"``), ``.drawn`` (the figure on screen) and ``.widget``; in
-JupyterLab a move redraws the plot in place (``labkit._render``). Nothing is displayed when a panel
-is made, nothing happens at import, and the computing functions return their results and never
-print (nbval-safe).
-
+``.result`` (a dict with a ``"figure"``), ``.drawn`` (the figure on screen; in JupyterLab redrawn
+in place) and ``.widget``. Nothing is displayed when a panel is made, nothing happens at import,
+and the computing functions return their results and never print (nbval-safe).
 What it leaves out: replaying offloading (eviction changes the tool results themselves, so each
 offload setting re-runs the scenario).
 """
