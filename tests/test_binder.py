@@ -77,9 +77,10 @@ def test_script_falls_back_to_the_placeholder_without_origin(monkeypatch, capsys
 @pytest.mark.parametrize(("dist", "extension"), [
     ("jupyterlab_widgets", "@jupyter-widgets/jupyterlab-manager"),
     ("plotly", "jupyterlab-plotly"),
+    ("anywidget", "anywidget"),
 ])
 def test_the_server_side_extensions_ship_inside_these_wheels(dist, extension):
-    """README, Teaching with JupyterHub: the server's environment needs these two packages."""
+    """README, Teaching with JupyterHub: the server's environment needs these three packages."""
     files = [str(f) for f in metadata.files(dist) or []]
     assert any(f.endswith(f"share/jupyter/labextensions/{extension}/package.json") for f in files), (
         f"{dist} no longer ships the prebuilt {extension} extension")
