@@ -64,7 +64,7 @@ from langchain.agents.middleware import AgentMiddleware
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from langgraph.types import Command
 
-from labkit import _token_cache, evals, scenario, tokens
+from labkit import _encode_thread, _token_cache, evals, scenario, tokens
 from labkit._token_cache import SameObjects, TextTokens, ToolTokens, tool_shape
 from labkit.model import LabModel
 from labkit.scenario import harness
@@ -103,8 +103,8 @@ class ProviderCounter(TokenCounter):
         self._same, self._texts, self._tools = SameObjects(), TextTokens(), ToolTokens()
 
     def text(self, text: str) -> int:
-        return self._texts.get(self.encoding_name, text, lambda: len(
-            tokens.encoding(self.encoding_name).encode(text, disallowed_special=())))
+        return self._texts.get(self.encoding_name, text, lambda: _encode_thread.count(
+            tokens.encoding(self.encoding_name), text))
 
     def tool(self, tool) -> int:
         return self._tools.get(tool, self.encoding_name, lambda: self.text(tokens._schema_json(tool)))
@@ -134,6 +134,11 @@ class Clock:
     def push(self, label: str) -> None:
         self._switch().append(label)
 
+    def current(self) -> str | None:
+        """The label this thread is running under, if any."""
+        stack = getattr(self._local, "stack", None)
+        return stack[-1] if stack else None
+
     def pop(self) -> None:
         self._switch().pop()
 
@@ -149,6 +154,29 @@ def _push(label: str) -> None:
 def _pop() -> None:
     if CLOCK is not None:
         CLOCK.pop()
+
+
+_HOP = _encode_thread._hop
+
+
+def _charged_hop(fn, *args):
+    """labkit's counting thread (``labkit._encode_thread``) runs a BPE count for a thread that waits
+    for it: its CPU is charged to the label that thread is running under (a middleware's hook, the
+    model, ...), as if the count had run there."""
+    label = CLOCK.current() if CLOCK is not None else None
+    if label is None:
+        return _HOP(fn, *args)
+
+    def job(*a):
+        _push(label)
+        try:
+            return fn(*a)
+        finally:
+            _pop()
+    return _HOP(job, *args)
+
+
+_encode_thread._hop = _charged_hop
 
 
 def _timed_hook(label: str, hook: Callable, wraps_handler: bool) -> Callable:
