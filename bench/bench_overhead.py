@@ -17,7 +17,9 @@ total is ``time.process_time`` (the whole process), its parts are attributed *ex
 when a reply makes several), which code is running — a middleware hook's own code, the model's
 ``_generate``, the agent's construction, or everything else (langgraph's loop, langchain's model
 node and ``bind_tools``, the tools, the checkpointer) — and a middleware's ``handler(...)`` call is
-charged to whatever runs inside it.
+charged to whatever runs inside it. labkit runs its BPE counts on one thread of its own
+(``labkit._encode_thread``; the asking thread waits): each count's CPU there is charged to the label
+of the thread that asked, as if it had run in that thread (the floor's too: it is process time).
 
 Each run is timed twice in a row: **cold** — labkit's process-wide counting caches emptied first
 (each text is BPE-encoded once, each tool converted once, as in a fresh kernel) and the lab model

@@ -1,13 +1,14 @@
-"""Speed for labkit.tokens: every BPE count runs on one long-lived thread that owns the encoder.
+"""Speed for labkit.tokens: long BPE counts run on one long-lived thread that owns the encoder.
 
 Used by: labkit.tokens (``encoding`` claims each table it loads; ``TokenCounter.text`` counts
 through :func:`count`). tiktoken's regex keeps its scratch space in a pool with a fast path for
 one thread: the first that encoded with it. Every other thread takes the slow path on each match —
-measured 1.4-1.8x the CPU for the same texts, however long-lived the thread (``bench/README.md``,
+measured 1.3-1.8x the CPU for the same texts, however long-lived the thread (``bench/README.md``,
 "Overhead"). langgraph runs each tool call in a fresh worker thread, so a tool result was counted
 on the slow path. A table labkit loads is first used here, and each count is sent here (the asking
-thread waits): one owner whichever thread asks. No count changes; when this thread is busy (parallel
-subagents), after a fork or at shutdown, the count runs in the asking thread, as before.
+thread waits): one owner whichever thread asks. No count changes. A short text (under ``HOP_CHARS``),
+or any text while this thread is busy (parallel subagents), after a fork or at shutdown, is counted
+in the asking thread: sending it costs ~30 µs, more than the slow path adds below ~1,500 characters.
 """
 
 from __future__ import annotations
@@ -17,7 +18,9 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-__all__ = ["claim", "count"]
+__all__ = ["HOP_CHARS", "claim", "count"]
+
+HOP_CHARS = 1_500  # shorter texts are counted where they are asked for
 
 _CLAIMED: dict[int, Any] = {}  # id(encoding) -> encoding, first used by the counting thread
 _STATE: dict[str, Any] = {"executor": None, "ident": None}
@@ -59,8 +62,9 @@ def claim(enc: Any) -> None:
 
 
 def count(enc: Any, text: str) -> int:
-    """BPE tokens of ``text``: on the counting thread when it owns ``enc`` and is free, else here."""
-    if id(enc) not in _CLAIMED or threading.get_ident() == _STATE["ident"] \
+    """BPE tokens of ``text``: on the counting thread when it owns ``enc``, is free and the text is
+    long enough to be worth sending, else here."""
+    if len(text) < HOP_CHARS or id(enc) not in _CLAIMED or threading.get_ident() == _STATE["ident"] \
             or not _FREE.acquire(blocking=False):
         return _encode_len(enc, text)
     try:
