@@ -106,3 +106,35 @@ def test_a_table_used_before_labkit_loaded_it_is_not_claimed(tiktoken_first):
         assert fact["ran on"] == (["MainThread"] if where == "main thread" else ["tool-worker"]), \
             f"unclaimed: a count asked from the {where} runs where it was asked, not on {fact['ran on']}"
         assert fact["tokens"] == tiktoken_first["oracle"], "the count is tiktoken's"
+
+
+def _alternatives(pattern: str) -> list[str]:
+    """The top-level alternatives of a regex (``|`` outside brackets and parentheses)."""
+    parts, depth, klass, escaped, start = [], 0, False, False, 0
+    for i, ch in enumerate(pattern):
+        if escaped:
+            escaped = False
+        elif ch == "\\":
+            escaped = True
+        elif klass:
+            klass = ch != "]"
+        elif ch == "[":
+            klass = True
+        elif ch in "()":
+            depth += 1 if ch == "(" else -1
+        elif ch == "|" and depth == 0:
+            parts.append(pattern[start:i])
+            start = i + 1
+    return [*parts, pattern[start:]]
+
+
+@pytest.mark.parametrize("name", ["o200k_base", "cl100k_base"])
+def test_the_claim_runs_every_alternative_of_the_split_pattern(name):
+    import regex  # tiktoken's own dependency: the pattern's \p{..} classes
+
+    from labkit import _encode_thread, tokens  # the private claim is what this test is about
+
+    alternatives = _alternatives(tokens.encoding(name)._pat_str)
+    assert len(alternatives) >= 7, alternatives
+    missed = [a for a in alternatives if not regex.search(a, _encode_thread.CLAIM_TEXT)]
+    assert not missed, f"the claim leaves these parts of {name}'s pattern to another thread: {missed}"
