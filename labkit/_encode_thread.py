@@ -83,10 +83,10 @@ def count(enc: Any, text: str) -> int:
 
 def _forget() -> None:
     """In a forked child the thread is gone, and no new thread owns the pool: count in place."""
-    global _FREE
+    global _FREE, _LOCK  # either may have been held by a thread that the child does not have
     _CLAIMED.clear()
     _STATE.update(executor=None, ident=None)
-    _FREE = threading.Semaphore(1)
+    _FREE, _LOCK = threading.Semaphore(1), threading.Lock()
 
 
 if hasattr(os, "register_at_fork"):
