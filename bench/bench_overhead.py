@@ -17,7 +17,9 @@ total is ``time.process_time`` (the whole process), its parts are attributed *ex
 when a reply makes several), which code is running — a middleware hook's own code, the model's
 ``_generate``, the agent's construction, or everything else (langgraph's loop, langchain's model
 node and ``bind_tools``, the tools, the checkpointer) — and a middleware's ``handler(...)`` call is
-charged to whatever runs inside it.
+charged to whatever runs inside it. labkit runs its BPE counts on one thread of its own
+(``labkit._encode_thread``; the asking thread waits): each count's CPU there is charged to the label
+of the thread that asked, as if it had run in that thread (the floor's too: it is process time).
 
 Each run is timed twice in a row: **cold** — labkit's process-wide counting caches emptied first
 (each text is BPE-encoded once, each tool converted once, as in a fresh kernel) and the lab model
@@ -64,7 +66,7 @@ from langchain.agents.middleware import AgentMiddleware
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from langgraph.types import Command
 
-from labkit import _token_cache, evals, scenario, tokens
+from labkit import _encode_thread, _token_cache, evals, scenario, tokens
 from labkit._token_cache import SameObjects, TextTokens, ToolTokens, tool_shape
 from labkit.model import LabModel
 from labkit.scenario import harness
@@ -103,8 +105,8 @@ class ProviderCounter(TokenCounter):
         self._same, self._texts, self._tools = SameObjects(), TextTokens(), ToolTokens()
 
     def text(self, text: str) -> int:
-        return self._texts.get(self.encoding_name, text, lambda: len(
-            tokens.encoding(self.encoding_name).encode(text, disallowed_special=())))
+        return self._texts.get(self.encoding_name, text, lambda: _encode_thread.count(
+            tokens.encoding(self.encoding_name), text))
 
     def tool(self, tool) -> int:
         return self._tools.get(tool, self.encoding_name, lambda: self.text(tokens._schema_json(tool)))
@@ -134,6 +136,11 @@ class Clock:
     def push(self, label: str) -> None:
         self._switch().append(label)
 
+    def current(self) -> str | None:
+        """The label this thread is running under, if any."""
+        stack = getattr(self._local, "stack", None)
+        return stack[-1] if stack else None
+
     def pop(self) -> None:
         self._switch().pop()
 
@@ -149,6 +156,29 @@ def _push(label: str) -> None:
 def _pop() -> None:
     if CLOCK is not None:
         CLOCK.pop()
+
+
+_HOP = _encode_thread._hop
+
+
+def _charged_hop(fn, *args):
+    """labkit's counting thread (``labkit._encode_thread``) runs a BPE count for a thread that waits
+    for it: its CPU is charged to the label that thread is running under (a middleware's hook, the
+    model, ...), as if the count had run there."""
+    label = CLOCK.current() if CLOCK is not None else None
+    if label is None:
+        return _HOP(fn, *args)
+
+    def job(*a):
+        _push(label)
+        try:
+            return fn(*a)
+        finally:
+            _pop()
+    return _HOP(job, *args)
+
+
+_encode_thread._hop = _charged_hop
 
 
 def _timed_hook(label: str, hook: Callable, wraps_handler: bool) -> Callable:

@@ -17,6 +17,7 @@ import hashlib
 import re
 import warnings
 from collections.abc import Callable, Sequence
+from operator import is_
 from typing import Any
 
 from deepagents.backends import StateBackend
@@ -28,6 +29,16 @@ from langgraph.types import Command
 
 from labkit import prompts
 from labkit._offload_files import write_free
+from labkit._offload_text import (
+    END_MARK,
+    LINE_LIMIT,
+    WRAP_MARK,
+    evicted_text,
+    preview,
+    stored_text,
+    unwrap,
+    wrap_long_lines,
+)
 from labkit._paths import HISTORY_DIR, RESULTS_DIR
 from labkit._sizes import check_count, check_limit, check_size, size_threshold
 from labkit.tokens import TokenCounter, message_text
@@ -39,9 +50,6 @@ __all__ = ["END_MARK", "EXEMPT_TOOLS", "HISTORY_DIR", "LINE_LIMIT", "RESULTS_DIR
 
 EXEMPT_TOOLS = frozenset({"ls", "glob", "grep", "read_file", "edit_file", "write_file", "delete"})
 TRUNCATED_TOOLS = ("write_file", "edit_file")
-LINE_LIMIT = 5_000  # read_file returns at most 80,000 characters at once: longer lines are wrapped
-WRAP_MARK = " ↩"
-END_MARK = "[end of offloaded content]"
 OFFLOADED = "lc_offloaded_to"  # additional_kwargs key: where this message's full text lives
 _SAFE = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
@@ -62,63 +70,6 @@ def safe_name(identifier: str) -> str:
 def result_path(tool_call_id: str) -> str:
     """Where an evicted tool result goes: ``/large_tool_results/<safe name>``. Notebook 04."""
     return f"{RESULTS_DIR}/{safe_name(tool_call_id)}"
-
-
-def wrap_long_lines(text: str, limit: int = LINE_LIMIT) -> str:
-    """Split every line longer than ``limit`` characters; each piece but the last ends in
-    ``WRAP_MARK``. Lines that already end in the mark are wrapped too, so :func:`unwrap` is exact.
-    Notebook 04."""
-    lines = text.split("\n")
-    if max(map(len, lines)) <= limit and WRAP_MARK + "\n" not in text and not text.endswith(WRAP_MARK):
-        return text  # nothing to wrap: the same text, without a pass over its lines in Python
-    out = []
-    for line in lines:
-        if len(line) <= limit and not line.endswith(WRAP_MARK):
-            out.append(line)
-            continue
-        pieces = [line[i:i + limit] for i in range(0, len(line), limit)] or [""]
-        if pieces[-1].endswith(WRAP_MARK) or len(pieces[-1]) == limit:
-            pieces.append("")
-        out.extend(p + WRAP_MARK for p in pieces[:-1])
-        out.append(pieces[-1])
-    return "\n".join(out)
-
-
-def stored_text(text: str) -> str:
-    """What goes into the file: long lines wrapped, then one ``END_MARK`` line. read_file shows
-    lines, so without the end line a reader could not tell whether the text ended in a newline.
-    Notebook 04."""
-    return wrap_long_lines(text) + "\n" + END_MARK
-
-
-def unwrap(text: str) -> str:
-    """The exact original of a :func:`stored_text` (or :func:`wrap_long_lines`) result: drop the
-    end line, and join each line ending in ``WRAP_MARK`` with the next. Notebook 04."""
-    text = text.removesuffix("\n" + END_MARK)
-    return text.replace(WRAP_MARK + "\n", "")
-
-
-def preview(text: str, head: int = 5, tail: int = 5, line_chars: int = 1000) -> str:
-    """The first ``head`` and last ``tail`` lines, numbered as in the file, each clipped to
-    ``line_chars`` characters, with a marker for the lines left out. Notebook 04."""
-    total = text.count("\n") + 1
-    if total <= head + tail:
-        lines, shown = dict(enumerate(text.split("\n"))), list(range(total))
-    else:  # only the lines shown are split off: a long file is not split whole
-        lines = dict(enumerate(text.split("\n", head)[:head]))
-        lines.update(enumerate(text.rsplit("\n", tail)[-tail:] if tail else [], total - tail))
-        shown = [*range(head), None, *range(total - tail, total)]
-    width = len(str(total))
-    out = []
-    for i in shown:
-        if i is None:
-            out.append(f"... [{total - head - tail:,} lines not shown] ...")
-            continue
-        line = lines[i]
-        more = len(line) - line_chars
-        clipped = line[:line_chars] + (f" …[{more:,} more characters]" if more > 0 else "")
-        out.append(f"{i + 1:>{width}}  {clipped}")
-    return "\n".join(out)
 
 
 def _stub(template: str, path: str, stored: str, tokens: int, head: int, tail: int) -> str:
@@ -278,13 +229,12 @@ class OffloadMiddleware(AgentMiddleware):
         self.weighed.append(tokens)
         if tokens <= self.tool_limit:
             return message
-        wrapped = wrap_long_lines(text)
-        stored = wrapped + "\n" + END_MARK  # stored_text(text), the lines wrapped once
+        stored, wrapped, lines, shown = evicted_text(text, self.head_lines, self.tail_lines)
         path = self._write(result_path(message.tool_call_id or ""), stored)
         if path is None:
             return message
-        stub = _stub(prompts.OFFLOAD_RESULT_STUB, path, stored, tokens, self.head_lines, self.tail_lines)
-        if wrapped != text:
+        stub = prompts.OFFLOAD_RESULT_STUB.format(tokens=tokens, path=path, lines=lines, preview=shown)
+        if wrapped:
             stub += f"\n\nLines longer than {LINE_LIMIT:,} characters were wrapped in the file: a line " \
                     f"ending in '{WRAP_MARK.strip()}' continues on the next."
         return message.model_copy(update={
@@ -376,6 +326,8 @@ class OffloadMiddleware(AgentMiddleware):
                           "args_trigger=('tokens', n) or window=", stacklevel=3)
         seen = self.view(messages, system=request.system_message, tools=request.tools or (),
                          window=window if isinstance(window, int) else None)
+        if tagged is None and len(seen) == len(request.messages) and all(map(is_, seen, request.messages)):
+            return request, None  # the model sees the very messages it was handed: no new request
         return request.override(messages=seen), tagged
 
     @staticmethod

@@ -8,8 +8,8 @@ once, so re-counting a history that only grew costs only the new messages.
 
 What it leaves out: exact provider accounting (Anthropic's and Gemini's tokenizers differ from
 OpenAI's; providers add hidden per-request tokens). The lab treats o200k_base as *the* ruler;
-a real provider's ``usage_metadata`` is the number to trust. The speed tricks that never change
-a count live in ``labkit._token_cache``; the offline tables in ``labkit._tiktoken_offline``.
+a real provider's ``usage_metadata`` is the number to trust. Speed tricks that never change a
+count: ``labkit._token_cache``, ``labkit._encode_thread``; offline tables: ``labkit._tiktoken_offline``.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from langchain_core.messages import BaseMessage
 from langchain_core.messages.utils import count_tokens_approximately
 from langchain_core.utils.function_calling import convert_to_openai_tool
 
+from labkit import _encode_thread
 from labkit._tiktoken_offline import TIKTOKEN_FILES, seed
 from labkit._token_cache import SameObjects, TextTokens, ToolTokens, tool_calls_of
 
@@ -69,7 +70,11 @@ def encoding(name: str = DEFAULT_ENCODING):
         )
     if name not in _encodings:
         seed(name)  # copy the shipped table where tiktoken looks before it would download
-        _encodings[name] = tiktoken.get_encoding(name)
+        fresh = name not in getattr(getattr(tiktoken, "registry", None), "ENCODINGS", {name: None})
+        enc = tiktoken.get_encoding(name)
+        if fresh:  # nobody has encoded with it yet: labkit's counting thread is its first user
+            _encode_thread.claim(enc)
+        _encodings[name] = enc
     return _encodings[name]
 
 
@@ -139,8 +144,8 @@ class TokenCounter:
 
     def text(self, text: str) -> int:
         """BPE tokens of a string (special-token text such as ``<|endoftext|>`` counts as text)."""
-        return _TEXT_TOKENS.get(self.encoding_name, text, lambda: len(
-            encoding(self.encoding_name).encode(text, disallowed_special=())))
+        return _TEXT_TOKENS.get(self.encoding_name, text,
+                                lambda: _encode_thread.count(encoding(self.encoding_name), text))
 
     def message(self, message: BaseMessage) -> int:
         """Tokens of one message: its text plus ``TOKENS_PER_MESSAGE`` of framing."""

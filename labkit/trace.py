@@ -125,7 +125,8 @@ class RunningMeasure:
             return self._messages(messages)
 
     def tools(self, tools: Sequence[Any]) -> int:
-        """Tokens of the tool schemas; a tool object of the last call, unchanged, is not looked up."""
+        """Tokens of the tool schemas; a tool of the last call, unchanged, or a copy of it at the same
+        place (the same class, name, description and argument class), is not looked up."""
         with self._lock:
             return self._tools_total(tools)
 
@@ -164,12 +165,21 @@ class RunningMeasure:
                 name, description = getattr(t, "name", None), getattr(t, "description", None)
                 schema = getattr(t, "args_schema", None)
                 old = last[i] if i < len(last) else None
-                n = old[4] if old is not None and old[0] is t and old[1] is name and old[2] is description \
-                    and old[3] is schema else self.counter.tool(t)
+                kept = old is not None and old[1] is name and old[2] is description and old[3] is schema \
+                    and (old[0] is t or _same_shape(old[0], t, name, description, schema))
+                n = old[4] if kept else self.counter.tool(t)
                 now.append((t, name, description, schema, n))
             total += n
         self._tools = now
         return total
+
+
+def _same_shape(old: Any, tool: Any, name: Any, description: Any, schema: Any) -> bool:
+    """A copy of the tool counted at this place last call — the same class, and (checked by the
+    caller) the very same name, description and argument class — has the same schema, by
+    ``labkit._token_cache.tool_shape``'s rule (deepagents copies a tool for each call)."""
+    return type(old) is type(tool) and isinstance(name, str) and isinstance(description, str) \
+        and isinstance(getattr(schema, "model_fields", None), dict)
 
 
 def compactions(run_or_records) -> list[tuple[int, int]]:

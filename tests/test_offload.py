@@ -273,6 +273,27 @@ def test_preview_keeps_original_line_numbers_and_clips_long_lines():
     assert preview("a\nb") == "1  a\n2  b"
 
 
+@settings(max_examples=200, deadline=None)
+@given(st.text(alphabet=st.sampled_from(["a", "\n", " ", "↩", "中"]), max_size=12_000), st.integers(0, 6),
+       st.integers(0, 6))
+def test_the_evicted_file_and_stub_parts_are_the_plain_functions(text, head, tail):
+    """``_offload_text.evicted_text`` (one split of the text) gives what the public functions give."""
+    from labkit._offload_text import evicted_text  # the private fast path is what this test is about
+
+    stored = stored_text(text)
+    assert evicted_text(text, head, tail) == (stored, wrap_long_lines(text) != text, stored.count("\n") + 1,
+                                              preview(stored, head, tail)), "the same file, note and stub"
+
+
+def test_an_evicted_long_line_is_wrapped_alike_by_both_paths():
+    from labkit._offload_text import evicted_text  # the private fast path is what this test is about
+
+    text = "head\n" + "x" * 12_001 + " ↩\nend ↩"
+    stored, wrapped, lines, shown = evicted_text(text, 2, 2)
+    assert wrapped and stored == stored_text(text) and lines == stored.count("\n") + 1
+    assert shown == preview(stored_text(text), 2, 2), "the preview numbers the stored file's lines"
+
+
 # -- on the running example, in a real agent ------------------------------------------------------
 
 

@@ -155,6 +155,9 @@ def test_running_measure_follows_every_kind_of_change():
     h[0].additional_kwargs = {"lc_source": "summarization"}  # its kind changes to summary
     same(h)
     same(h, [t.model_copy() for t in tools])  # copies of the tools
+    same(h, [t.model_copy(update={"description": t.description + " more"}) for t in tools])  # other words
+    same(h, [t.model_copy(update={"name": t.name + "_v2"}) for t in tools])  # other names
+    same(h, tools)
     tools[0].description = tools[0].description + " Also more words here."  # edited in place
     same(h)
     schema = {"type": "function", "function": {"name": "f", "description": "d", "parameters": {}}}

@@ -223,8 +223,9 @@ class SummarizeMiddleware(AgentMiddleware):
         shown = self._view(messages, events[-1] if events else None)
         new: list[Event] = []
         tokens = self.request_tokens(shown, request.system_message, request.tools or ())
-        event = self.make_event(self._next(messages, events, tokens), messages, events, "trigger",
-                                state_messages(request))
+        planned = self._next(messages, events, tokens)
+        event = None if planned is None else self.make_event(planned, messages, events, "trigger",
+                                                             state_messages(request))
         if event:
             new.append(event)
             shown = self._view(messages, event)
@@ -250,8 +251,8 @@ class SummarizeMiddleware(AgentMiddleware):
         """Call the model on the current view; on overflow, compact once and retry once."""
         events = events_of(request.state)
         messages, shown, new = self._before(request, events)
-        try:
-            response = handler(request.override(messages=shown))
+        try:  # with nothing folded the view is the very messages handed in: the request goes on as is
+            response = handler(request.override(messages=shown) if new or events else request)
         except Exception as error:
             if not is_overflow(error):
                 raise
@@ -264,7 +265,7 @@ class SummarizeMiddleware(AgentMiddleware):
         events = events_of(request.state)
         messages, shown, new = await asyncio.to_thread(self._before, request, events)
         try:
-            response = await handler(request.override(messages=shown))
+            response = await handler(request.override(messages=shown) if new or events else request)
         except Exception as error:
             if not is_overflow(error):
                 raise
