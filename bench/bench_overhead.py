@@ -34,7 +34,7 @@ again, every text's count already known. Two figures:
   message of every request, the system messages, the raw tool results before offloading and the
   final state's messages — and each distinct tool schema is converted (cold: a new instance of it)
   and counted once; then each model call's request size is summed from those counts (the
-  arithmetic). Median of ``--repeats``.
+  arithmetic). Medians of ``--repeats`` runs and of three floors per repeat (the floor is the noisier).
   The line's figure is the cold one: the floor then includes its BPE pass, as issue 12 defines it
   ("one exact BPE pass over each new message plus arithmetic"); the warm one (no BPE on either
   side: the texts' building, the lookups and the sums) is printed as ``middleware_vs_floor_warm``.
@@ -365,6 +365,9 @@ def _table(title: str, floor: float, med: dict, samples: dict) -> None:
               f"{m['loop ms/call']:>13.2f}{'yes' if ok else 'NO':>10}")
 
 
+FLOORS_PER_REPEAT = 3  # the floor's median is of 3 x repeats samples (measured: 48-80 ms for one run's floor)
+
+
 def measure(windows=WINDOWS, repeats: int = 7) -> dict[str, float]:
     """Print a table per window and mode; return the worst window's ``middleware_vs_floor`` (cold:
     the floor includes its BPE pass, as issue 12 defines it) and ``loop_vs_deepagents`` (warm),
@@ -387,8 +390,9 @@ def measure(windows=WINDOWS, repeats: int = 7) -> dict[str, float]:
             for name, make in settings.items():  # each warm run follows its own stack's cold run
                 for mode in ("cold", "warm"):
                     samples[mode][name].append(sample(make(window), cold=mode == "cold"))
-            floors["cold"].append(floor_ms(*traj, cold=True))
-            floors["warm"].append(floor_ms(*traj, cold=False))
+            for _ in range(FLOORS_PER_REPEAT):  # ~70 ms each, and noisier than a run: more of them
+                floors["cold"].append(floor_ms(*traj, cold=True))
+                floors["warm"].append(floor_ms(*traj, cold=False))
         print()
         print(f"window {window:,} tokens: {len(traj[0])} distinct messages, {len(traj[1])} tools, "
               f"{len(traj[2])} requests")
