@@ -68,7 +68,7 @@ def knobs_moves(moves: int) -> list[float]:
     return times
 
 
-JUPYTER = "plotly_mimetype+notebook"  # what plotly sets in a Jupyter kernel (JupyterLab, Notebook 7)
+JUPYTER = "plotly_mimetype+notebook"  # what plotly sets in a Jupyter kernel (JupyterLab)
 
 
 def knobs_moves_as(renderer: str, moves: int) -> list[float]:

@@ -1,6 +1,6 @@
 """How a panel's figure reaches the screen: redrawn in place, or as display data; and its snapshot.
 
-:class:`FigureView`: in JupyterLab and Notebook 7 (:func:`in_place`) plotly's ``FigureWidget``
+:class:`FigureView`: in JupyterLab (:func:`in_place`; the browser test) plotly's ``FigureWidget``
 (anywidget), sent one ``Plotly.update`` of what changed per move — ~80 ms from key press to redraw
 here, ~220 ms when a new plot is drawn (``tests/test_browser.py``). Elsewhere (VS Code, Colab: they
 fetch a widget's script from a CDN) an ``ipywidgets.Output`` given a new figure per move:
@@ -25,7 +25,7 @@ from plotly.io.base_renderers import HtmlRenderer, PlotlyRenderer
 __all__ = ["MIME", "FigureView", "figure_output", "in_place", "snapshot_html"]
 
 MIME = "application/vnd.plotly.v1+json"
-_JUPYTERLAB = {"plotly_mimetype", "jupyterlab"}  # JupyterLab / Notebook 7 draw plotly's JSON
+_JUPYTERLAB = {"plotly_mimetype", "jupyterlab"}  # front ends that draw plotly's JSON (JupyterLab)
 _IN_PLACE = _JUPYTERLAB | {"notebook"}  # the default in a Jupyter kernel: "plotly_mimetype+notebook"
 
 
