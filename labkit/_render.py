@@ -97,12 +97,16 @@ def _plain(figure) -> dict:
 
 def _same(a, b) -> bool:
     """Equal JSON values; an array (numpy, which ``==`` compares item by item) only if it is the
-    same object."""
+    same object, and a dict or list holding one (``marker.color``, ``xaxis.tickvals``) when ``==``
+    can tell (an array of several items cannot: it is sent)."""
     if a is b:
         return True
     if hasattr(a, "__array__") or hasattr(b, "__array__"):
         return False
-    return a == b
+    try:
+        return bool(a == b)
+    except ValueError:  # "truth value of an array is ambiguous": an array inside a dict or list
+        return False
 
 
 def figure_output(figure) -> dict:

@@ -155,3 +155,16 @@ def test_in_place_arrays_are_sent_when_they_are_new_objects(monkeypatch):
                           {"n": ipw.IntSlider(2, min=1, max=5)})
     panel.set(n=4)
     assert list(panel.view.widget.data[0].y) == [0, 1, 2, 3]
+
+
+def test_in_place_arrays_inside_a_trace_or_layout_key_are_sent(monkeypatch):
+    """An array nested in a dict (``marker.color``, ``xaxis.tickvals``) made anew for the next
+    figure: ``==`` on the dicts cannot decide, so the key is sent rather than the move failing."""
+    np = pytest.importorskip("numpy")
+    monkeypatch.setattr(pio.renderers, "default", "plotly_mimetype")
+    panel = widgets.Panel(lambda n: {"figure": go.Figure(
+        go.Scatter(name="s", y=[1, 2], marker={"color": np.array([n, 2])}),
+        layout={"xaxis": {"tickvals": np.array([1, n])}})}, {"n": ipw.IntSlider(2, min=1, max=5)})
+    panel.set(n=4)
+    assert list(panel.view.widget.data[0].marker.color) == [4, 2]
+    assert list(panel.view.widget.layout.xaxis.tickvals) == [1, 4]
