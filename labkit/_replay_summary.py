@@ -38,7 +38,9 @@ def summary(t: Any, shown: list[BaseMessage], last: Event | None, cut: int,
     (``t`` is a ``replay.Trajectory``)."""
     first = last.cut if last else 0
     absolute = first + cut - (1 if last else 0)
-    key = (last.summary if last else None, first, absolute, keep_figures)
+    # the message a re-fold starts from names its compaction and archive too: a fold from the same
+    # summary and cut under another archive knob reads other facts (an earlier slider move's)
+    key = ((last.summary, last.number, last.archive) if last else None, first, absolute, keep_figures)
     if key not in t.memo:
         if len(t.memo) > 4096:  # a long slider session: start again rather than grow without end
             t.memo.clear()

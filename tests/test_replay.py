@@ -295,3 +295,18 @@ def test_a_summary_from_each_messages_facts_is_the_lab_models_summary_of_the_who
                 merged = merge([summary_facts(x) for x in texts])
                 assert write_summary(merged, keep_figures) == lab_summary("\n".join(texts), keep_figures), \
                     f"the summary of messages {a}:{b} (head: {bool(heads)}) differs"
+
+
+@pytest.mark.parametrize("first_archive", [False, True])
+def test_a_memo_shared_by_slider_moves_gives_what_a_fresh_trajectory_gives(recorded, first_archive):
+    """The knobs panel replays every move over one trajectory: a re-fold from the same summary and
+    cut under the other archive setting starts from another message (it names the archive or not),
+    so it must not reuse the summary an earlier move made."""
+    shared = trajectory(recorded)
+    replay(shared, window=60_000, archive=first_archive)
+    moved = replay(shared, window=60_000, archive=not first_archive)
+    fresh = replay(trajectory(recorded), window=60_000, archive=not first_archive)
+    assert len(fresh.events) > 1, "a re-fold happens"
+    assert [e.summary for e in moved.events] == [e.summary for e in fresh.events]
+    assert (moved.seen, moved.summary_input, moved.summary_output) == \
+        (fresh.seen, fresh.summary_input, fresh.summary_output)
