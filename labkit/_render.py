@@ -13,6 +13,7 @@ writes a file per figure) and renderers that open a browser.
 
 from __future__ import annotations
 
+from copy import deepcopy
 from html import escape
 from importlib.util import find_spec
 
@@ -54,8 +55,9 @@ class FigureView:
 
     @property
     def drawn(self) -> dict:
-        """The figure on screen, as plotly's JSON (``{"data": [...], "layout": {...}}``)."""
-        return self._shown if self.in_place else self.widget.outputs[0]["data"][MIME]
+        """The figure on screen, as plotly's JSON (``{"data": [...], "layout": {...}}``): a copy,
+        so changing it changes neither the screen nor the cached result."""
+        return deepcopy(self._shown if self.in_place else self.widget.outputs[0]["data"][MIME])
 
     def draw(self, figure) -> None:
         """Show ``figure``: in place, only what differs from the figure on screen is sent, in one

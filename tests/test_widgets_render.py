@@ -168,3 +168,13 @@ def test_in_place_arrays_inside_a_trace_or_layout_key_are_sent(monkeypatch):
     panel.set(n=4)
     assert list(panel.view.widget.data[0].marker.color) == [4, 2]
     assert list(panel.view.widget.layout.xaxis.tickvals) == [1, 4]
+
+
+@pytest.mark.parametrize("renderer", ["plotly_mimetype", "vscode"])
+def test_drawn_is_a_copy(monkeypatch, renderer):
+    monkeypatch.setattr(pio.renderers, "default", renderer)
+    panel = _panel()
+    panel.drawn["data"][0]["y"].append(99)
+    panel.drawn["layout"]["title"]["text"] = "changed"
+    assert list(panel.drawn["data"][0]["y"]) == [3] and panel.drawn["layout"]["title"]["text"] == "n is 3"
+    assert list(panel.result["figure"].data[0].y) == [3], "the cached result is untouched"
