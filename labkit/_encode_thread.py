@@ -18,7 +18,7 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-__all__ = ["CLAIM_TEXT", "HOP_CHARS", "claim", "count"]
+__all__ = ["CLAIM_TEXT", "HOP_CHARS", "claim", "count", "count_many"]
 
 HOP_CHARS = 1_500  # shorter texts are counted where they are asked for
 
@@ -77,6 +77,24 @@ def count(enc: Any, text: str) -> int:
         return _hop(_encode_len, enc, text)
     except RuntimeError:  # shut down meanwhile
         return _encode_len(enc, text)
+    finally:
+        _FREE.release()
+
+
+def _encode_lens(enc: Any, texts: list[str]) -> list[int]:
+    return [_encode_len(enc, text) for text in texts]
+
+
+def count_many(enc: Any, texts: list[str]) -> list[int]:
+    """BPE tokens of each of ``texts``, in one hop to the counting thread when their characters
+    together are worth sending (a replay's new summary lines: short each, many per move)."""
+    if sum(map(len, texts)) < HOP_CHARS or id(enc) not in _CLAIMED \
+            or threading.get_ident() == _STATE["ident"] or not _FREE.acquire(blocking=False):
+        return _encode_lens(enc, texts)
+    try:
+        return _hop(_encode_lens, enc, texts)
+    except RuntimeError:  # shut down meanwhile
+        return _encode_lens(enc, texts)
     finally:
         _FREE.release()
 

@@ -70,9 +70,10 @@ def by_pieces(t: Any, text: str) -> int:
     """BPE tokens of ``text``, piece by piece (``PIECES``), each piece's count kept in the
     trajectory's memo, where the next slider move finds it."""
     lines = t.memo.setdefault("lines", {})
-    for piece in (pieces := PIECES.split(text)):
-        if piece not in lines:
-            lines[piece] = t.counter.text(piece)
+    pieces = PIECES.split(text)
+    new = list(dict.fromkeys(p for p in pieces if p not in lines))
+    if new:  # counted together: one hop to labkit's counting thread (labkit._encode_thread)
+        lines.update(zip(new, t.counter.texts(new)))
     return sum(lines[piece] for piece in pieces)
 
 

@@ -82,6 +82,18 @@ class TextTokens:
         return n
 
 
+    def get_many(self, encoding_name: str, texts: list[str],
+                 count_many: Callable[[list[str]], list[int]]) -> list[int]:
+        """The tokens of each text: those not remembered counted together, ``count_many(missing)``."""
+        with self._lock:
+            known = {t: self._lru.get((encoding_name, t)) for t in texts}
+        missing = [t for t, n in known.items() if n is None]
+        if missing:
+            for text, n in zip(missing, count_many(missing)):
+                known[text] = self.get(encoding_name, text, lambda n=n: n)
+        return [known[t] for t in texts]
+
+
 class SameObjects:
     """A message's key — ``(role, text)`` — and count, remembered by identity for every counter of
     one encoding: the very object counted before, with the same ``content`` and ``tool_calls``

@@ -147,6 +147,12 @@ class TokenCounter:
         return _TEXT_TOKENS.get(self.encoding_name, text,
                                 lambda: _encode_thread.count(encoding(self.encoding_name), text))
 
+    def texts(self, texts: Sequence[str]) -> list[int]:
+        """BPE tokens of each string; those not counted before are encoded together."""
+        enc = encoding(self.encoding_name)
+        return _TEXT_TOKENS.get_many(self.encoding_name, list(texts),
+                                     lambda missing: _encode_thread.count_many(enc, missing))
+
     def message(self, message: BaseMessage) -> int:
         """Tokens of one message: its text plus ``TOKENS_PER_MESSAGE`` of framing."""
         hit = self._same.get(message)

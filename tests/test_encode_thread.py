@@ -138,3 +138,15 @@ def test_the_claim_runs_every_alternative_of_the_split_pattern(name):
     assert len(alternatives) >= 7, alternatives
     missed = [a for a in alternatives if not regex.search(a, _encode_thread.CLAIM_TEXT)]
     assert not missed, f"the claim leaves these parts of {name}'s pattern to another thread: {missed}"
+
+
+def test_count_many_gives_each_texts_count_wherever_it_runs():
+    from labkit import _encode_thread
+    from labkit.tokens import TokenCounter, encoding
+
+    enc = encoding()
+    texts = ["short line\n", "x" * 900 + "\n", "中文 " * 400, ""]
+    want = [len(enc.encode(t, disallowed_special=())) for t in texts]
+    assert _encode_thread.count_many(enc, texts) == want, "together (over HOP_CHARS): on the thread"
+    assert _encode_thread.count_many(enc, texts[:1]) == want[:1], "short: in place"
+    assert TokenCounter().texts(texts + texts[:1]) == want + want[:1], "cached or not, repeated or not"
