@@ -310,3 +310,25 @@ def test_a_memo_shared_by_slider_moves_gives_what_a_fresh_trajectory_gives(recor
     assert [e.summary for e in moved.events] == [e.summary for e in fresh.events]
     assert (moved.seen, moved.summary_input, moved.summary_output) == \
         (fresh.seen, fresh.summary_input, fresh.summary_output)
+
+
+@pytest.mark.parametrize("archive", [True, False])
+def test_summary_messages_are_counted_as_a_whole_would_be(archive):
+    """The replay counts the message carrying a summary, and its XML in the next summary prompt, from
+    pieces kept per summary (labkit._replay_summary): each equals a BPE count of the whole text."""
+    from labkit import _replay_summary as rs
+    from labkit.summarize import summary_message
+    from labkit.tokens import TokenCounter, message_text
+
+    traj, counter, checked = trajectory(synthetic_run(60)), TokenCounter(), 0
+    for trigger, keep in [(0.3, 0.02), (0.5, 0.1), (0.3, 0.2), (0.7, 0.05)]:
+        rep = replay(traj, window=128_000, trigger=("fraction", trigger), keep=("fraction", keep),
+                     archive=archive, keep_figures=trigger == 0.5)
+        for event in rep.events:
+            message = summary_message(event)
+            assert rs.carried(traj, event) == counter.text(message_text(message)), event.number
+            head = traj.memo.get(("head", event.summary, event.number, event.cut, event.archive))
+            if head is not None:
+                assert head[0] == counter.text(rs.xml_text(message)), event.number
+                checked += 1
+    assert checked > 10, "re-folds were checked"
