@@ -52,32 +52,8 @@ def summary(t: Any, shown: list[BaseMessage], last: Event | None, cut: int,
         n_in = template + t.xml_prefix[absolute] - t.xml_prefix[first] + head_tokens
         folded = merge(head_facts + t.facts[first:absolute])
         text = write_summary(folded, keep_figures)
-        t.memo[key] = (text, n_in, _tagged(t, text))
+        t.memo[key] = (text, n_in, by_pieces(t, text))
     return t.memo[key]
-
-
-_OPEN, _CLOSE = "<summary>\n", "</summary>"  # summarize.summary_parts' tags, as counted pieces
-_XML_OPEN, _XML_CLOSE = "&lt;summary&gt;\n", "&lt;/summary&gt;</message>"  # the same, in xml_text
-
-
-def _tagged(t: Any, text: str) -> int:
-    """``by_pieces(text)``, and from the same pieces the counts of the summary in its tags (the
-    carried message's body) and in xml_text's escaped tags, kept per summary: a summary starts with
-    "## " and its lines end in a newline but the last, so the tags' pieces split off where they meet
-    it (``PIECES``), and the last line gains the newline before the closing tag."""
-    lines = t.memo.setdefault("lines", {})
-    pieces = PIECES.split(text)
-    last = pieces[-1] + "\n"
-    wanted = (*pieces, last, _OPEN, _CLOSE, _XML_OPEN, _XML_CLOSE)
-    new = list(dict.fromkeys(p for p in wanted if p not in lines))
-    if new:
-        lines.update(zip(new, t.counter.texts(new)))
-    n = sum(lines[p] for p in pieces)
-    if text[:1] not in ("", " ", "\t", "\n", "\r", "/") and "\n" not in pieces[-1]:
-        inner = n - lines[pieces[-1]] + lines[last]
-        t.memo.setdefault("bodies", {})[text] = lines[_OPEN] + inner + lines[_CLOSE]
-        t.memo.setdefault("xml bodies", {})[text] = lines[_XML_OPEN] + inner + lines[_XML_CLOSE]
-    return n
 
 
 def _head(t: Any, message: BaseMessage, last: Event) -> tuple[int, list]:
@@ -86,13 +62,7 @@ def _head(t: Any, message: BaseMessage, last: Event) -> tuple[int, list]:
     key = ("head", last.summary, last.number, last.cut, last.archive)
     if key not in t.memo:
         text = xml_text(message)
-        head = '<message type="human">' + summary_parts(last)[0]
-        body = t.memo.get("xml bodies", {}).get(last.summary)
-        if body is not None and text == head + _XML_OPEN + last.summary + "\n" + _XML_CLOSE:
-            tokens = by_pieces(t, head) + body  # unescaped: the pieces are the carried message's
-        else:
-            tokens = by_pieces(t, text)
-        t.memo[key] = (tokens, [summary_facts(text)])
+        t.memo[key] = (by_pieces(t, text), [summary_facts(text)])
     return t.memo[key]
 
 
