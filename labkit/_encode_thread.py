@@ -70,15 +70,7 @@ def claim(enc: Any) -> None:
 def count(enc: Any, text: str) -> int:
     """BPE tokens of ``text``: on the counting thread when it owns ``enc``, is free and the text is
     long enough to be worth sending, else here."""
-    if len(text) < HOP_CHARS or id(enc) not in _CLAIMED or threading.get_ident() == _STATE["ident"] \
-            or not _FREE.acquire(blocking=False):
-        return _encode_len(enc, text)
-    try:
-        return _hop(_encode_len, enc, text)
-    except RuntimeError:  # shut down meanwhile
-        return _encode_len(enc, text)
-    finally:
-        _FREE.release()
+    return count_many(enc, [text])[0]
 
 
 def _encode_lens(enc: Any, texts: list[str]) -> list[int]:
@@ -86,8 +78,9 @@ def _encode_lens(enc: Any, texts: list[str]) -> list[int]:
 
 
 def count_many(enc: Any, texts: list[str]) -> list[int]:
-    """BPE tokens of each of ``texts``, in one hop to the counting thread when their characters
-    together are worth sending (a replay's new summary lines: short each, many per move)."""
+    """BPE tokens of each of ``texts``, in one hop to the counting thread when it owns ``enc``, is
+    free and their characters together are worth sending (a long tool result; a replay's new
+    summary lines, short each, many per move), else here."""
     if sum(map(len, texts)) < HOP_CHARS or id(enc) not in _CLAIMED \
             or threading.get_ident() == _STATE["ident"] or not _FREE.acquire(blocking=False):
         return _encode_lens(enc, texts)
