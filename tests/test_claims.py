@@ -8,6 +8,12 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from langchain.agents.middleware import ModelRequest
+from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+
+from labkit.model import LabModel
+from labkit.offload import OffloadMiddleware
+from labkit.summarize import SummarizeMiddleware
 
 ROOT = Path(__file__).resolve().parents[1]
 MAKE = shutil.which("make")
@@ -43,3 +49,20 @@ def test_make_lab_skips_the_browser_without_a_display_adds_allow_root_as_root_an
     desktop_user = _lab_command(tmp_path, uid="1000", display=":0")
     assert "--no-browser" not in desktop_user, "with a display, JupyterLab opens the browser"
     assert "--allow-root" not in desktop_user, "not root: no --allow-root"
+
+
+# --- CHANGELOG: "offload and summarize hand a request on unchanged when they change nothing" -----
+
+def _small_request() -> ModelRequest:
+    messages = [HumanMessage("hi", id="h1"),
+                AIMessage("", id="a1", tool_calls=[{"name": "t", "args": {}, "id": "c1"}]),
+                ToolMessage("a small result", tool_call_id="c1", id="t1")]
+    return ModelRequest(model=LabModel(), messages=list(messages), state={"messages": list(messages)})
+
+
+@pytest.mark.parametrize("make", [lambda: OffloadMiddleware(), lambda: SummarizeMiddleware(LabModel())],
+                         ids=["offload", "summarize"])
+def test_a_middleware_that_changes_nothing_hands_the_request_on_unchanged(make):
+    request, seen = _small_request(), []
+    make().wrap_model_call(request, lambda r: seen.append(r) or AIMessage("ok"))
+    assert seen == [request] and seen[0] is request, "nothing to offload or fold: the very request goes on"
