@@ -25,10 +25,23 @@ INDEX = pace.ROOT / "notebooks" / "START_HERE.md"
 BEGIN, END = "<!-- course map: begin (scripts/pace.py --write) -->", "<!-- course map: end -->"
 
 
+# A row of the README's course table: number, name, what the learner leaves knowing.
+ROW = re.compile(r"^\| (\d\d) ([^|]+?) \| ([^\n]+?) \|$", re.MULTILINE)
+
+
+def course_table(readme: str) -> str:
+    """The README's course table (header ``| notebook | the learner leaves knowing |``), its rows
+    matched by ``ROW``: read here and linked by ``scripts/book.py``."""
+    m = re.search(r"^\| notebook \| the learner leaves knowing \|\n(?:\|.*\n)+", readme, re.MULTILINE)
+    if not m:
+        raise SystemExit("README.md has no course map ('| notebook | the learner leaves knowing |')")
+    return m.group(0)
+
+
 def leaves_knowing() -> dict[str, str]:
     """The README course table's second column, by notebook number."""
-    rows = re.findall(r"^\| (\d\d) [^|]+\| ([^\n]+?) \|$", pace.README.read_text(encoding="utf-8"), re.MULTILINE)
-    return dict(rows)
+    table = course_table(pace.README.read_text(encoding="utf-8"))
+    return {number: knowing for number, _, knowing in ROW.findall(table)}
 
 
 def title(path: Path) -> str:
