@@ -65,9 +65,7 @@ def table(times: dict[str, dict[str, int]]) -> str:
 
 def write(times: dict[str, dict[str, int]]) -> None:
     """Replace the table between the markers in START_HERE.md."""
-    text = INDEX.read_text(encoding="utf-8")
-    start, stop = text.index(BEGIN) + len(BEGIN), text.index(END)
-    INDEX.write_text(text[:start] + "\n" + table(times) + "\n" + text[stop:], encoding="utf-8")
+    pace.splice(INDEX, BEGIN, END, table(times))
 
 
 def main(argv: list[str]) -> int:
