@@ -130,7 +130,7 @@ def figure_output(figure) -> dict:
 def snapshot_html(controls: dict, status: str, figure) -> str:
     """The panel as HTML with no widgets: each knob's value, the status line and the figure
     (plotly's ``to_html`` without plotly.js, which the page must load once)."""
-    knobs = " · ".join(f"{escape(getattr(c, 'description', '') or k)}: <b>{escape(_shown(c))}</b>"
+    knobs = " · ".join(f"{escape(getattr(c, 'description', '') or k)}: <b>{escape(_readout(c))}</b>"
                        for k, c in controls.items())
     plot = pio.to_html(figure, include_plotlyjs=False, include_mathjax=False, full_html=False,
                        validate=False, default_width="100%")
@@ -138,7 +138,7 @@ def snapshot_html(controls: dict, status: str, figure) -> str:
             f"move its controls):</i> {knobs}</p><div>{status}</div>{plot}</div>")
 
 
-def _shown(control) -> str:
+def _readout(control) -> str:
     """A control's value as its readout shows it."""
     value = control.value
     if isinstance(value, bool):

@@ -122,61 +122,53 @@ def _summary_tags() -> tuple[str, ...] | None:
     return tuple(seen[0]) if seen else None
 
 
-def _ours(package: str, name: str, what: str, notebooks: str, module: str = "", path: str = "",
-          probe: Callable[[], bool] | None = None) -> Feature:
-    return Feature(package, name, what, tuple(notebooks.split()), probe or _has(module, path))
+def _probed(package: str, name: str, what: str, notebooks: str, probe: Callable[[], bool]) -> Feature:
+    return Feature(package, name, what, tuple(notebooks.split()), probe)
+
+
+def _attribute(package: str, notebooks: str, module: str, path: str, name: str = "") -> Feature:
+    """An attribute found by import: ``path`` in ``module`` (``Class.attr``, or a module's ``attr``),
+    named ``attr`` unless ``name`` is given; its ``what`` reads "<Class> has <attr>"."""
+    owner, _, attr = path.rpartition(".")
+    owner = owner or f"{module.rpartition('.')[2]} module"
+    return Feature(package, name or attr, f"{owner} has {attr}", tuple(notebooks.split()), _has(module, path))
 
 
 _TOOL_EXCLUSION = "deepagents.middleware._tool_exclusion"
 FEATURES: tuple[Feature, ...] = (
-    _ours("deepagents", "_summarization_event", "summarization event has the keys " + ", ".join(EVENT_KEYS),
-          "09 10", probe=lambda: set(EVENT_KEYS) <= _annotated("SummarizationEvent")),
-    _ours("deepagents", "_summarization_session_id", "summarization state keeps _summarization_session_id",
-          "09", probe=lambda: "_summarization_session_id" in _annotated("SummarizationState")),
-    _ours("deepagents", "_lc_helper", "SummarizationMiddleware keeps langchain's as _lc_helper", "07 10 14",
-          probe=_deep_has("_lc_helper")),
-    _ours("deepagents", "_count_tokens", "SummarizationMiddleware has _count_tokens", "07",
-          _SUMMARIZATION, "SummarizationMiddleware._count_tokens"),
-    _ours("deepagents", "_input_budget", "SummarizationMiddleware has _input_budget", "02",
-          _SUMMARIZATION, "SummarizationMiddleware._input_budget"),
-    _ours("deepagents", "_determine_cutoff_index", "SummarizationMiddleware has _determine_cutoff_index",
-          "08", _SUMMARIZATION, "SummarizationMiddleware._determine_cutoff_index"),
-    _ours("deepagents", "_truncate_tool_call", "SummarizationMiddleware has _truncate_tool_call", "05",
-          _SUMMARIZATION, "SummarizationMiddleware._truncate_tool_call"),
-    _ours("deepagents", "_max_arg_length", "SummarizationMiddleware keeps _max_arg_length", "05",
-          probe=_deep_has("_max_arg_length")),
-    _ours("deepagents", "_truncation_text", "SummarizationMiddleware keeps _truncation_text", "05",
-          probe=_deep_has("_truncation_text")),
-    _ours("deepagents", "_is_eligible_for_compaction",
-          "SummarizationToolMiddleware has _is_eligible_for_compaction", "11",
-          _SUMMARIZATION, "SummarizationToolMiddleware._is_eligible_for_compaction"),
-    _ours("deepagents", "_process_large_message", "FilesystemMiddleware has _process_large_message", "02",
-          "deepagents.middleware.filesystem", "FilesystemMiddleware._process_large_message"),
-    _ours("deepagents", "_ToolExclusionMiddleware", "_tool_exclusion module has _ToolExclusionMiddleware",
-          "06", _TOOL_EXCLUSION, "_ToolExclusionMiddleware"),
-    _ours("deepagents", "_rejection", "_ToolExclusionMiddleware has _rejection", "06",
-          _TOOL_EXCLUSION, "_ToolExclusionMiddleware._rejection"),
-    _ours("deepagents", "_get_backend_and_key", "CompositeBackend has _get_backend_and_key", "13",
-          "deepagents.backends", "CompositeBackend._get_backend_and_key"),
-    _ours("langchain", "summary call tags", "summarizer tags its model call nostream", "10",
-          probe=lambda: "nostream" in (_summary_tags() or ())),
-    _ours("langchain", "_trim_messages_for_summary", "SummarizationMiddleware has _trim_messages_for_summary",
-          "01 10 14", _LC_SUMMARIZATION, "SummarizationMiddleware._trim_messages_for_summary"),
-    _ours("langchain", "_determine_cutoff_index (langchain)",
-          "SummarizationMiddleware has _determine_cutoff_index", "01 08",
-          _LC_SUMMARIZATION, "SummarizationMiddleware._determine_cutoff_index"),
-    _ours("langchain", "_create_summary", "SummarizationMiddleware has _create_summary", "10",
-          _LC_SUMMARIZATION, "SummarizationMiddleware._create_summary"),
-    _ours("langchain", "_find_safe_cutoff_point", "SummarizationMiddleware has _find_safe_cutoff_point",
-          "08", _LC_SUMMARIZATION, "SummarizationMiddleware._find_safe_cutoff_point"),
-    _ours("langchain", "_should_summarize_based_on_reported_tokens",
-          "SummarizationMiddleware has _should_summarize_based_on_reported_tokens", "02 11",
-          _LC_SUMMARIZATION, "SummarizationMiddleware._should_summarize_based_on_reported_tokens"),
-    _ours("langchain", "_write_todos", "todo module has _write_todos", "14",
-          "langchain.agents.middleware.todo", "_write_todos"),
-    _ours("langchain-core", "_get_ls_params", "BaseChatModel has _get_ls_params", "06 11",
-          "langchain_core.language_models", "BaseChatModel._get_ls_params"),
-    _ours("langgraph", "_func", "ToolNode has _func", "12", "langgraph.prebuilt.tool_node", "ToolNode._func"),
+    _probed("deepagents", "_summarization_event", "summarization event has the keys " + ", ".join(EVENT_KEYS),
+            "09 10", lambda: set(EVENT_KEYS) <= _annotated("SummarizationEvent")),
+    _probed("deepagents", "_summarization_session_id", "summarization state keeps _summarization_session_id",
+            "09", lambda: "_summarization_session_id" in _annotated("SummarizationState")),
+    _probed("deepagents", "_lc_helper", "SummarizationMiddleware keeps langchain's as _lc_helper", "07 10 14",
+            _deep_has("_lc_helper")),
+    _attribute("deepagents", "07", _SUMMARIZATION, "SummarizationMiddleware._count_tokens"),
+    _attribute("deepagents", "02", _SUMMARIZATION, "SummarizationMiddleware._input_budget"),
+    _attribute("deepagents", "08", _SUMMARIZATION, "SummarizationMiddleware._determine_cutoff_index"),
+    _attribute("deepagents", "05", _SUMMARIZATION, "SummarizationMiddleware._truncate_tool_call"),
+    _probed("deepagents", "_max_arg_length", "SummarizationMiddleware keeps _max_arg_length", "05",
+            _deep_has("_max_arg_length")),
+    _probed("deepagents", "_truncation_text", "SummarizationMiddleware keeps _truncation_text", "05",
+            _deep_has("_truncation_text")),
+    _attribute("deepagents", "11", _SUMMARIZATION, "SummarizationToolMiddleware._is_eligible_for_compaction"),
+    _attribute("deepagents", "02", "deepagents.middleware.filesystem",
+               "FilesystemMiddleware._process_large_message"),
+    _attribute("deepagents", "06", _TOOL_EXCLUSION, "_ToolExclusionMiddleware"),
+    _attribute("deepagents", "06", _TOOL_EXCLUSION, "_ToolExclusionMiddleware._rejection"),
+    _attribute("deepagents", "13", "deepagents.backends", "CompositeBackend._get_backend_and_key"),
+    _probed("langchain", "summary call tags", "summarizer tags its model call nostream", "10",
+            lambda: "nostream" in (_summary_tags() or ())),
+    _attribute("langchain", "01 10 14", _LC_SUMMARIZATION,
+               "SummarizationMiddleware._trim_messages_for_summary"),
+    _attribute("langchain", "01 08", _LC_SUMMARIZATION, "SummarizationMiddleware._determine_cutoff_index",
+               name="_determine_cutoff_index (langchain)"),
+    _attribute("langchain", "10", _LC_SUMMARIZATION, "SummarizationMiddleware._create_summary"),
+    _attribute("langchain", "08", _LC_SUMMARIZATION, "SummarizationMiddleware._find_safe_cutoff_point"),
+    _attribute("langchain", "02 11", _LC_SUMMARIZATION,
+               "SummarizationMiddleware._should_summarize_based_on_reported_tokens"),
+    _attribute("langchain", "14", "langchain.agents.middleware.todo", "_write_todos"),
+    _attribute("langchain-core", "06 11", "langchain_core.language_models", "BaseChatModel._get_ls_params"),
+    _attribute("langgraph", "12", "langgraph.prebuilt.tool_node", "ToolNode._func"),
 )
 
 

@@ -33,6 +33,17 @@ __all__ = ["Panel", "clinic", "clinic_result", "knobs", "knobs_result", "offload
 _STYLE = {"description_width": "150px"}
 
 
+def _set_up(controls: Mapping[str, ipw.Widget], initial: Mapping[str, Any]) -> None:
+    """Each control set to its knob's initial value (checked against its range), 560 px wide with
+    a 150 px label; sliders recompute when released, not while dragged."""
+    for knob, value in initial.items():
+        control = controls[knob]
+        control.value = check_knob(knob, control, value)
+        control.layout, control.style = ipw.Layout(width="560px"), _STYLE
+        if not isinstance(control, ipw.Checkbox):
+            control.continuous_update = False
+
+
 # -- notebook 04: offloading tool results --------------------------------------------------------
 
 
@@ -110,13 +121,8 @@ def offload_panel(window: int = 128_000, offload: bool = True, tool_limit: int =
         "export_scale": ipw.FloatSlider(1.0, min=0.1, max=2.0, step=0.1, readout_format=".1f",
                                         description="export_scale (×)"),
     }
-    initial = {"window": window, "offload": offload, "tool_limit": tool_limit, "export_scale": export_scale}
-    for knob, value in initial.items():
-        control = controls[knob]
-        control.value = check_knob(knob, control, value)
-        control.layout, control.style = ipw.Layout(width="560px"), _STYLE
-        if not isinstance(control, ipw.Checkbox):
-            control.continuous_update = False
+    _set_up(controls, {"window": window, "offload": offload, "tool_limit": tool_limit,
+                       "export_scale": export_scale})
     controls["offload"].observe(
         lambda change: setattr(controls["tool_limit"], "disabled", not change["new"]), names="value")
     controls["tool_limit"].disabled = not offload
@@ -216,14 +222,8 @@ def knobs(run: Any = None, window: int = 128_000, trigger: float = 0.85, keep: f
         "archive": ipw.Checkbox(True, description="archive folded messages", indent=True),
         "profile": ipw.Checkbox(True, description="model has a profile", indent=True),
     }
-    initial = {"window": window, "trigger": trigger, "keep": keep, "keep_messages": keep_messages,
-               "keep_figures": keep_figures, "archive": archive, "profile": profile}
-    for knob, value in initial.items():
-        control = controls[knob]
-        control.value = check_knob(knob, control, value)
-        if not isinstance(control, ipw.Checkbox):
-            control.continuous_update = False
-        control.layout, control.style = ipw.Layout(width="560px"), _STYLE
+    _set_up(controls, {"window": window, "trigger": trigger, "keep": keep, "keep_messages": keep_messages,
+                       "keep_figures": keep_figures, "archive": archive, "profile": profile})
 
     def enable(_=None) -> None:  # a knob that means nothing in this setting is greyed out
         on = controls["profile"].value

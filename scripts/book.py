@@ -47,6 +47,9 @@ from nbconvert import HTMLExporter
 from nbconvert.filters import markdown2html
 from nbconvert.preprocessors import Preprocessor, TagRemovePreprocessor
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import course_index  # noqa: E402  (a sibling script: the README's course table is read there)
+
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = ROOT / "notebooks"
 OUT = ROOT / "build" / "book"
@@ -193,16 +196,12 @@ def page(body: str, heading: str, navbar: str) -> str:
 def course_map(readme: str, pages: dict[str, str]) -> str:
     """The README's course map (the 'notebook | the learner leaves knowing' table), each notebook
     linked to its page when it was built."""
-    m = re.search(r"^\| notebook \| the learner leaves knowing \|\n(?:\|.*\n)+", readme, re.M)
-    if not m:
-        raise SystemExit("README.md has no course map ('| notebook | the learner leaves knowing |')")
-
     def link(row: re.Match) -> str:
-        number, name = row.group(1), row.group(2)
+        number, name, knowing = row.groups()
         target = pages.get(number)
-        return f"| [{number} {name}]({target}) |" if target else row.group(0)
+        return f"| [{number} {name}]({target}) | {knowing} |" if target else row.group(0)
 
-    return re.sub(r"^\| (\d\d) ([^|]+?) \|", link, m.group(0), flags=re.M)
+    return course_index.ROW.sub(link, course_index.course_table(readme))
 
 
 def index_page(readme: str, pages: dict[str, str]) -> str:

@@ -25,10 +25,23 @@ INDEX = pace.ROOT / "notebooks" / "START_HERE.md"
 BEGIN, END = "<!-- course map: begin (scripts/pace.py --write) -->", "<!-- course map: end -->"
 
 
+# A row of the README's course table: number, name, what the learner leaves knowing.
+ROW = re.compile(r"^\| (\d\d) ([^|]+?) \| ([^\n]+?) \|$", re.MULTILINE)
+
+
+def course_table(readme: str) -> str:
+    """The README's course table (header ``| notebook | the learner leaves knowing |``), its rows
+    matched by ``ROW``: read here and linked by ``scripts/book.py``."""
+    m = re.search(r"^\| notebook \| the learner leaves knowing \|\n(?:\|.*\n)+", readme, re.MULTILINE)
+    if not m:
+        raise SystemExit("README.md has no course map ('| notebook | the learner leaves knowing |')")
+    return m.group(0)
+
+
 def leaves_knowing() -> dict[str, str]:
     """The README course table's second column, by notebook number."""
-    rows = re.findall(r"^\| (\d\d) [^|]+\| ([^\n]+?) \|$", pace.README.read_text(encoding="utf-8"), re.MULTILINE)
-    return dict(rows)
+    table = course_table(pace.README.read_text(encoding="utf-8"))
+    return {number: knowing for number, _, knowing in ROW.findall(table)}
 
 
 def title(path: Path) -> str:
@@ -52,9 +65,7 @@ def table(times: dict[str, dict[str, int]]) -> str:
 
 def write(times: dict[str, dict[str, int]]) -> None:
     """Replace the table between the markers in START_HERE.md."""
-    text = INDEX.read_text(encoding="utf-8")
-    start, stop = text.index(BEGIN) + len(BEGIN), text.index(END)
-    INDEX.write_text(text[:start] + "\n" + table(times) + "\n" + text[stop:], encoding="utf-8")
+    pace.splice(INDEX, BEGIN, END, table(times))
 
 
 def main(argv: list[str]) -> int:

@@ -94,6 +94,13 @@ def readme_table(times: dict[str, dict[str, int]]) -> str:
     return "\n".join(rows)
 
 
+def splice(path: Path, begin: str, end: str, body: str) -> None:
+    """Replace what lies between the markers ``begin`` and ``end`` in ``path`` with ``body``."""
+    text = path.read_text(encoding="utf-8")
+    start, stop = text.index(begin) + len(begin), text.index(end)
+    path.write_text(text[:start] + "\n" + body + "\n" + text[stop:], encoding="utf-8")
+
+
 def write(times: dict[str, dict[str, int]]) -> None:
     for path in NOTEBOOKS:
         nb = nbformat.read(path, as_version=4)
@@ -105,9 +112,7 @@ def write(times: dict[str, dict[str, int]]) -> None:
         lines[at] = TIME_LINE.sub(time_line(times[path.stem]), lines[at], count=1)
         first.source = "\n".join(lines)
         nbformat.write(nb, path)
-    text = README.read_text(encoding="utf-8")
-    start, stop = text.index(BEGIN) + len(BEGIN), text.index(END)
-    README.write_text(text[:start] + "\n" + readme_table(times) + "\n" + text[stop:], encoding="utf-8")
+    splice(README, BEGIN, END, readme_table(times))
     import course_index  # a sibling script that imports this one: here, not at the top (a cycle)
     course_index.write(times)
 
