@@ -17,7 +17,7 @@ from plotly.subplots import make_subplots
 
 from labkit.trace import KINDS, CallRecord
 
-__all__ = ["composition", "context_tokens", "cost_curve", "token_rulers", "tokens_per_turn"]
+__all__ = ["composition", "context_tokens", "cost_curve", "empty", "token_rulers", "tokens_per_turn"]
 
 _COLORS = {"system": "#636EFA", "tools": "#AB63FA", "human": "#00CC96", "ai": "#FFA15A",
            "tool": "#EF553B", "summary": "#19D3F3"}
@@ -101,6 +101,12 @@ def tokens_per_turn(run_or_records, window: int | None = None, trigger: int | No
         lines.append({"y": trigger, "label": f"trigger {trigger:,}", "color": "#FFA15A", "dash": "dash",
                       "below": True})
     return _figure(traces, title, "tokens", lines)
+
+
+def empty(title: str) -> go.Figure:
+    """A tokens-per-call figure with nothing drawn, only a title that says why (a panel's setting
+    that cannot be replayed). Built like the others, without validation: a slider lands on it."""
+    return _figure([], title, "tokens")
 
 
 def _events(records: list[CallRecord], events) -> dict:

@@ -19,7 +19,6 @@ from html import escape
 from typing import Any
 
 import ipywidgets as ipw
-import plotly.graph_objects as go
 
 from labkit import diagnose, plots, scenario, tables
 from labkit._panel import Panel, check_knob
@@ -154,7 +153,7 @@ def knobs_result(run: Any, window: int = 128_000, trigger: float = 0.85, keep: f
         result = replay(run, window=window, profile=profile, keep_figures=keep_figures,
                         archive=archive, **knobs)
     except ValueError as e:
-        figure = go.Figure().update_layout(title=f"Not a valid setting: {e}", template="plotly_white")
+        figure = plots.empty(f"Not a valid setting: {e}")
         return {"replay": None, "figure": figure, "events": tables.table([]), "totals": tables.table([]),
                 "error": str(e), "values": values,
                 "status": f"<b>not a valid setting</b>: {escape(str(e))}"}

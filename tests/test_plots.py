@@ -158,3 +158,9 @@ def test_token_rulers_rejects_rows_without_the_columns():
         plots.token_rulers([{"text": "en", "ticker": "A", "BPE": 1}])
     with pytest.raises(ValueError):
         plots.token_rulers([])
+
+
+def test_empty_is_a_valid_figure_with_only_its_title():
+    fig = plots.empty("Not a valid setting: keep")
+    assert not fig.data and fig.layout.title.text == "Not a valid setting: keep"
+    assert go.Figure(fig.to_dict()).to_dict() == fig.to_dict(), "every property is one plotly accepts"
