@@ -20,7 +20,7 @@ from typing import Any
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import BaseMessage
 
-from labkit._replay_summary import carried, summary, xml_text
+from labkit._replay_summary import Memo, carried, summary, xml_text
 from labkit._sizes import check_limit
 from labkit._synthetic import synthetic_run
 from labkit.model import summary_facts
@@ -62,7 +62,7 @@ class Trajectory:
     counter: TokenCounter
     size_of_id: dict[int, int]
     conversation: str  # summarize.archive.conversation_key(messages): names each fold's section
-    memo: dict = field(default_factory=dict)  # summaries already made, by fold (slider moves reuse them)
+    memo: Memo = field(default_factory=Memo)  # summaries and counts already made (slider moves reuse them)
 
     def tokens(self, message: BaseMessage) -> int:
         """BPE tokens of one message (the cached count for a recorded one)."""

@@ -94,9 +94,11 @@ def trajectory_prefix(traj, calls):
     """The same trajectory, stopped after ``calls`` model calls."""
     from dataclasses import replace
 
+    from labkit._replay_summary import Memo  # a fresh memo: the private type is what replay keeps
+
     return replace(traj, calls=traj.calls[:calls], fixed=traj.fixed[:calls], system=traj.system[:calls],
                    outputs=traj.outputs[:calls], turns=traj.turns[:calls],
-                   tool_calls=traj.tool_calls[:calls], memo={})
+                   tool_calls=traj.tool_calls[:calls], memo=Memo())
 
 
 def test_the_worked_example_cuts(traj):
@@ -266,7 +268,7 @@ def test_a_summary_counted_line_by_line_is_counted_exactly(keep_figures):
         for keep in (0.02, 0.1, 0.2):
             replay(t, window=128_000, trigger=("fraction", trigger), keep=("fraction", keep),
                    keep_figures=keep_figures)
-    made = [v for v in t.memo.values() if isinstance(v, tuple) and len(v) == 3 and isinstance(v[0], str)]
+    made = list(t.memo.folds.values())
     assert len(made) > 20, f"only {len(made)} summaries made"
     whole = encoding()
     for summary, _, counted in made:
@@ -327,7 +329,7 @@ def test_summary_messages_are_counted_as_a_whole_would_be(archive):
         for event in rep.events:
             message = summary_message(event)
             assert rs.carried(traj, event) == counter.text(message_text(message)), event.number
-            head = traj.memo.get(("head", event.summary, event.number, event.cut, event.archive))
+            head = traj.memo.heads.get((event.summary, event.number, event.cut, event.archive))
             if head is not None:
                 assert head[0] == counter.text(rs.xml_text(message)), event.number
                 checked += 1
