@@ -285,15 +285,18 @@ def test_a_summary_from_each_messages_facts_is_the_lab_models_summary_of_the_who
     """replay reads each recorded message's facts once (``summary_facts``) and writes a fold's
     summary from their merge; that is ``lab_summary`` of the folded text, for any range of the
     record, with or without a previous summary at its head, with or without exact figures."""
+    from labkit._replay_summary import xml_text  # how replay renders a message for the summary prompt
+
     t = trajectory(synthetic_run(30))
-    head = lab_summary("\n".join(t.xml[:40]), keep_figures=True)
-    n = len(t.xml)
+    xml = [xml_text(m) for m in t.messages]
+    head = lab_summary("\n".join(xml[:40]), keep_figures=True)
+    n = len(xml)
     ranges = [(a, b) for a in range(0, n, 5) for b in range(a + 1, n + 1, 7)]
     assert len(ranges) > 50, f"enough ranges to mean something, not {len(ranges)}"
     for a, b in ranges:
         for heads in ([], [head]):
             for keep_figures in (False, True):
-                texts = heads + t.xml[a:b]
+                texts = heads + xml[a:b]
                 merged = merge([summary_facts(x) for x in texts])
                 assert write_summary(merged, keep_figures) == lab_summary("\n".join(texts), keep_figures), \
                     f"the summary of messages {a}:{b} (head: {bool(heads)}) differs"
