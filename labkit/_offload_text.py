@@ -1,10 +1,11 @@
 """The text of an offloaded file and of its stub: long lines wrapped, an end line, a numbered preview.
 
 Used by: labkit.offload (which re-exports ``wrap_long_lines``, ``stored_text``, ``unwrap`` and
-``preview``, notebook 04). :func:`evicted_text` makes the file and the stub's line count and preview
-from one split of the text into lines: an evicted tool result is tens of thousands of characters,
-and counting its lines, checking them for wrapping and previewing them used to split or scan it
-four times. Same text, same stub (``tests/test_offload.py`` compares it with the plain functions).
+``preview``, notebook 04). :func:`evicted_text` makes the file and the line count and preview of
+either stub (a tool result's, a human message's) from one split of the text into lines: an
+evicted tool result is tens of thousands of characters, and counting its lines, checking them for
+wrapping and previewing them used to split or scan it four times. Same text, same stub
+(``tests/test_offload.py`` compares it with the plain functions).
 """
 
 from __future__ import annotations

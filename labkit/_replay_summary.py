@@ -10,6 +10,7 @@ summary, counted once per summary. What it leaves out: the decisions (``summariz
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass, field
 from typing import Any
 
 from langchain_core.messages import BaseMessage, get_buffer_string
@@ -17,7 +18,7 @@ from langchain_core.messages import BaseMessage, get_buffer_string
 from labkit.model import merge, summary_facts, write_summary
 from labkit.summarize import Event, summary_parts, summary_prompt
 
-__all__ = ["PIECES", "by_pieces", "carried", "summary", "xml_text"]
+__all__ = ["PIECES", "Memo", "by_pieces", "carried", "summary", "xml_text"]
 
 # Where a summary splits into pieces BPE counts apart: after a newline, before a character that is
 # neither space nor "/". A pre-token of o200k (or cl100k) holds a newline only if it is all
@@ -25,6 +26,25 @@ __all__ = ["PIECES", "by_pieces", "carried", "summary", "xml_text"]
 # add up to the whole's (tests/test_replay.py checks every replayed summary), and the lines most
 # summaries share are counted once (labkit._token_cache): a cold slider move counts only new lines.
 PIECES = re.compile(r"(?<=\n)(?=[^\s/])")
+
+
+MEMO_SIZE = 4096  # folds and heads kept before a long slider session starts again
+
+
+@dataclass
+class Memo:
+    """What the replays of one trajectory remember (``replay.Trajectory.memo``): slider moves reuse it."""
+
+    folds: dict = field(default_factory=dict)  # fold key (see summary) -> (summary, input, output tokens)
+    heads: dict = field(default_factory=dict)  # event -> (tokens, facts) of the message a re-fold starts from
+    templates: dict = field(default_factory=dict)  # keep_figures -> the summary prompt's own tokens
+    pieces: dict = field(default_factory=dict)  # a piece of text (PIECES) -> its BPE tokens
+    bodies: dict = field(default_factory=dict)  # a summary -> tokens of its tagged body
+
+    def clear(self) -> None:
+        """Forget everything."""
+        for memo in (self.folds, self.heads, self.templates, self.pieces, self.bodies):
+            memo.clear()
 
 
 def xml_text(message: BaseMessage) -> str:
@@ -41,35 +61,36 @@ def summary(t: Any, shown: list[BaseMessage], last: Event | None, cut: int,
     # the message a re-fold starts from names its compaction and archive too: a fold from the same
     # summary and cut under another archive knob reads other facts (an earlier slider move's)
     key = ((last.summary, last.number, last.archive) if last else None, first, absolute, keep_figures)
-    if key not in t.memo:
-        if len(t.memo) > 4096:  # a long slider session: start again rather than grow without end
-            t.memo.clear()
+    memo = t.memo
+    if key not in memo.folds:
+        if len(memo.folds) + len(memo.heads) > MEMO_SIZE:  # a long slider session: start again
+            memo.clear()
         head_tokens, head_facts = _head(t, shown[0], last) if last else (0, [])
-        template = t.memo.get(("template", keep_figures))
+        template = memo.templates.get(keep_figures)
         if template is None:
-            template = t.counter.text(summary_prompt([], keep_figures)) + 3
-            t.memo[("template", keep_figures)] = template
+            template = memo.templates[keep_figures] = t.counter.text(summary_prompt([], keep_figures)) + 3
         n_in = template + t.xml_prefix[absolute] - t.xml_prefix[first] + head_tokens
         folded = merge(head_facts + t.facts[first:absolute])
         text = write_summary(folded, keep_figures)
-        t.memo[key] = (text, n_in, by_pieces(t, text))
-    return t.memo[key]
+        memo.folds[key] = (text, n_in, by_pieces(t, text))
+    return memo.folds[key]
 
 
 def _head(t: Any, message: BaseMessage, last: Event) -> tuple[int, list]:
     """The tokens and facts of the summary message a re-fold starts from (``message``, made for
     ``last``), kept per event: every fold that starts from ``last`` reads the same message."""
-    key = ("head", last.summary, last.number, last.cut, last.archive)
-    if key not in t.memo:
+    key = (last.summary, last.number, last.cut, last.archive)
+    heads = t.memo.heads
+    if key not in heads:
         text = xml_text(message)
-        t.memo[key] = (by_pieces(t, text), [summary_facts(text)])
-    return t.memo[key]
+        heads[key] = (by_pieces(t, text), [summary_facts(text)])
+    return heads[key]
 
 
 def by_pieces(t: Any, text: str) -> int:
     """BPE tokens of ``text``, piece by piece (``PIECES``), each piece's count kept in the
     trajectory's memo, where the next slider move finds it."""
-    lines = t.memo.setdefault("lines", {})
+    lines = t.memo.pieces
     pieces = PIECES.split(text)
     new = list(dict.fromkeys(p for p in pieces if p not in lines))
     if new:  # counted together: one hop to labkit's counting thread (labkit._encode_thread)
@@ -82,7 +103,7 @@ def carried(t: Any, event: Event) -> int:
     head ends in a newline and its body starts with "<", so ``PIECES`` splits the whole where the
     two meet and the counts add up; the body's count is kept per summary."""
     head, body = summary_parts(event)
-    bodies = t.memo.setdefault("bodies", {})
+    bodies = t.memo.bodies
     if event.summary not in bodies:
         bodies[event.summary] = by_pieces(t, body)
     return by_pieces(t, head) + bodies[event.summary]

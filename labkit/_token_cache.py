@@ -224,7 +224,8 @@ def openai_schema(tool: Any, convert: Callable[[Any], dict]) -> dict:
     """``convert(tool)`` — langchain's ``convert_to_openai_tool`` — once per distinct tool.
 
     What it buys: ``create_agent`` binds the tools again on every model call, and converting ten
-    tools takes ~2 ms; the same tool rebuilt for the next run is a hit too (``tool_shape``). The
-    schema returned is shared: callers must not change it.
+    tools takes ~2 ms; the same tool rebuilt for the next run is a hit too (``tool_shape``). Shared
+    by ``LabModel.bind_tools`` and ``TokenCounter.tool``, so a tool bound and counted is converted
+    once. The schema returned is shared: callers must not change it.
     """
     return _SCHEMAS.get(tool, "openai", lambda: convert(tool))

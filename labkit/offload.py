@@ -72,11 +72,6 @@ def result_path(tool_call_id: str) -> str:
     return f"{RESULTS_DIR}/{safe_name(tool_call_id)}"
 
 
-def _stub(template: str, path: str, stored: str, tokens: int, head: int, tail: int) -> str:
-    return template.format(tokens=tokens, path=path, lines=stored.count("\n") + 1,
-                           preview=preview(stored, head, tail))
-
-
 def truncate_args(messages: Sequence[BaseMessage], protect_from: int,
                   max_length: int = 2000) -> list[BaseMessage]:
     """Shorten long string arguments of ``write_file`` / ``edit_file`` calls in the AI messages
@@ -290,8 +285,9 @@ class OffloadMiddleware(AgentMiddleware):
         key = (message.id, path)
         if key not in self._stubs:
             text = message_text(message, text_only=True)
-            self._stubs[key] = _stub(prompts.OFFLOAD_HUMAN_STUB, path, stored_text(text),
-                                     self.counter.text(text), self.head_lines, self.tail_lines)
+            _, _, lines, shown = evicted_text(text, self.head_lines, self.tail_lines)
+            self._stubs[key] = prompts.OFFLOAD_HUMAN_STUB.format(tokens=self.counter.text(text), path=path,
+                                                                 lines=lines, preview=shown)
         return message.model_copy(update={"content": _with_text(message, self._stubs[key])})
 
     def view(self, messages: Sequence[BaseMessage], *, system: BaseMessage | None = None,

@@ -15,12 +15,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from itertools import accumulate
 from typing import Any
 
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import BaseMessage
 
-from labkit._replay_summary import carried, summary, xml_text
+from labkit._replay_summary import Memo, carried, summary, xml_text
 from labkit._sizes import check_limit
 from labkit._synthetic import synthetic_run
 from labkit.model import summary_facts
@@ -55,14 +56,13 @@ class Trajectory:
     tool_calls: list[list[str]]
     prefix: list[int]
     by_kind: dict[str, list[int]]
-    xml: list[str]
     facts: list  # what the lab model's summary reads in each message (model.summary_facts)
     xml_prefix: list[int]
     needle_at: list[int]
     counter: TokenCounter
     size_of_id: dict[int, int]
     conversation: str  # summarize.archive.conversation_key(messages): names each fold's section
-    memo: dict = field(default_factory=dict)  # summaries already made, by fold (slider moves reuse them)
+    memo: Memo = field(default_factory=Memo)  # summaries and counts already made (slider moves reuse them)
 
     def tokens(self, message: BaseMessage) -> int:
         """BPE tokens of one message (the cached count for a recorded one)."""
@@ -107,13 +107,8 @@ def trajectory(run: Any, counter: TokenCounter | None = None) -> Trajectory:
         prefix.append(prefix[-1] + size)
         for k in MESSAGE_KINDS:
             by_kind[k].append(by_kind[k][-1] + (size if k == kind else 0))
-    xml, xml_tokens, xml_prefix = [], {}, [0]
-    for m in messages:
-        text = xml_text(m)
-        if text not in xml_tokens:
-            xml_tokens[text] = counter.text(text)
-        xml.append(text)
-        xml_prefix.append(xml_prefix[-1] + xml_tokens[text])
+    xml = [xml_text(m) for m in messages]  # each message as a summary prompt renders it
+    xml_prefix = list(accumulate(map(counter.text, xml), initial=0))  # counter.text: once per text
     the_needle = needle()
     needle_at = [i for i, m in enumerate(messages) if the_needle.find(message_text(m))]
     return Trajectory(
@@ -121,7 +116,7 @@ def trajectory(run: Any, counter: TokenCounter | None = None) -> Trajectory:
         fixed=[r.by_kind["system"] + r.by_kind["tools"] for r in calls],
         system=[r.by_kind["system"] for r in calls],
         outputs=[r.output_tokens for r in calls], turns=[r.turn for r in calls],
-        tool_calls=[list(r.tool_calls) for r in calls], prefix=prefix, by_kind=by_kind, xml=xml,
+        tool_calls=[list(r.tool_calls) for r in calls], prefix=prefix, by_kind=by_kind,
         facts=[summary_facts(x) for x in xml], xml_prefix=xml_prefix, needle_at=needle_at, counter=counter,
         size_of_id={id(m): s for m, s in zip(messages, sizes)}, conversation=conversation_key(messages))
 

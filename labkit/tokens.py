@@ -26,7 +26,7 @@ from langchain_core.utils.function_calling import convert_to_openai_tool
 
 from labkit import _encode_thread
 from labkit._tiktoken_offline import TIKTOKEN_FILES, seed
-from labkit._token_cache import SameObjects, TextTokens, ToolTokens, tool_calls_of
+from labkit._token_cache import SameObjects, TextTokens, ToolTokens, openai_schema, tool_calls_of
 
 __all__ = [
     "DEFAULT_ENCODING",
@@ -118,8 +118,10 @@ def message_text(message: BaseMessage, *, text_only: bool = False) -> str:
 
 def _schema_json(tool: Any) -> str:
     """A tool's schema as providers send it: the JSON of its name, description and parameters."""
-    schema = tool if isinstance(tool, dict) and "function" in tool else convert_to_openai_tool(tool)
-    return json.dumps(schema["function"], ensure_ascii=False)
+    if isinstance(tool, dict) and "function" in tool:
+        return json.dumps(tool["function"], ensure_ascii=False)
+    # the conversion LabModel.bind_tools made of this tool, if it made one (labkit._token_cache)
+    return json.dumps(openai_schema(tool, convert_to_openai_tool)["function"], ensure_ascii=False)
 
 
 class TokenCounter:

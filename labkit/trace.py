@@ -124,12 +124,6 @@ class RunningMeasure:
         with self._lock:
             return self._messages(messages)
 
-    def tools(self, tools: Sequence[Any]) -> int:
-        """Tokens of the tool schemas; a tool of the last call, unchanged, or a copy of it at the same
-        place (the same class, name, description and argument class), is not looked up."""
-        with self._lock:
-            return self._tools_total(tools)
-
     def __call__(self, messages: Sequence[BaseMessage], system: BaseMessage | None = None,
                  tools: Sequence[Any] | None = None) -> dict[str, int]:
         """Tokens by kind for one request, as :func:`measure` gives them."""
@@ -156,6 +150,8 @@ class RunningMeasure:
         return sums[-1]
 
     def _tools_total(self, tools: Sequence[Any]) -> int:
+        """Tokens of the tool schemas; a tool of the last call, unchanged, or a copy of it at the same
+        place (the same class, name, description and argument class), is not looked up."""
         last, now, total = self._tools, [], 0
         for i, t in enumerate(tools):
             if isinstance(t, dict):  # a schema dict may be edited in place: always looked up

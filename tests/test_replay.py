@@ -94,9 +94,11 @@ def trajectory_prefix(traj, calls):
     """The same trajectory, stopped after ``calls`` model calls."""
     from dataclasses import replace
 
+    from labkit._replay_summary import Memo  # a fresh memo: the private type is what replay keeps
+
     return replace(traj, calls=traj.calls[:calls], fixed=traj.fixed[:calls], system=traj.system[:calls],
                    outputs=traj.outputs[:calls], turns=traj.turns[:calls],
-                   tool_calls=traj.tool_calls[:calls], memo={})
+                   tool_calls=traj.tool_calls[:calls], memo=Memo())
 
 
 def test_the_worked_example_cuts(traj):
@@ -266,7 +268,7 @@ def test_a_summary_counted_line_by_line_is_counted_exactly(keep_figures):
         for keep in (0.02, 0.1, 0.2):
             replay(t, window=128_000, trigger=("fraction", trigger), keep=("fraction", keep),
                    keep_figures=keep_figures)
-    made = [v for v in t.memo.values() if isinstance(v, tuple) and len(v) == 3 and isinstance(v[0], str)]
+    made = list(t.memo.folds.values())
     assert len(made) > 20, f"only {len(made)} summaries made"
     whole = encoding()
     for summary, _, counted in made:
@@ -283,15 +285,18 @@ def test_a_summary_from_each_messages_facts_is_the_lab_models_summary_of_the_who
     """replay reads each recorded message's facts once (``summary_facts``) and writes a fold's
     summary from their merge; that is ``lab_summary`` of the folded text, for any range of the
     record, with or without a previous summary at its head, with or without exact figures."""
+    from labkit._replay_summary import xml_text  # how replay renders a message for the summary prompt
+
     t = trajectory(synthetic_run(30))
-    head = lab_summary("\n".join(t.xml[:40]), keep_figures=True)
-    n = len(t.xml)
+    xml = [xml_text(m) for m in t.messages]
+    head = lab_summary("\n".join(xml[:40]), keep_figures=True)
+    n = len(xml)
     ranges = [(a, b) for a in range(0, n, 5) for b in range(a + 1, n + 1, 7)]
     assert len(ranges) > 50, f"enough ranges to mean something, not {len(ranges)}"
     for a, b in ranges:
         for heads in ([], [head]):
             for keep_figures in (False, True):
-                texts = heads + t.xml[a:b]
+                texts = heads + xml[a:b]
                 merged = merge([summary_facts(x) for x in texts])
                 assert write_summary(merged, keep_figures) == lab_summary("\n".join(texts), keep_figures), \
                     f"the summary of messages {a}:{b} (head: {bool(heads)}) differs"
@@ -327,7 +332,7 @@ def test_summary_messages_are_counted_as_a_whole_would_be(archive):
         for event in rep.events:
             message = summary_message(event)
             assert rs.carried(traj, event) == counter.text(message_text(message)), event.number
-            head = traj.memo.get(("head", event.summary, event.number, event.cut, event.archive))
+            head = traj.memo.heads.get((event.summary, event.number, event.cut, event.archive))
             if head is not None:
                 assert head[0] == counter.text(rs.xml_text(message)), event.number
                 checked += 1

@@ -84,21 +84,19 @@ RESEARCHER_DESCRIPTION = (
     "Researches one competitor: pulls its market-data export and news digest and replies with a "
     "short report (every KPI with its exact figure, and the week's headline). One company per call."
 )
-RESEARCHER_PROMPT = (
-    "You research one competitor for the weekly competitor report. Pull its market-data export and "
-    "its news digest, then reply with a short report: each KPI with its exact figure, and the "
-    "week's headline. The caller sees only your final reply, never your tool results."
-)
 # The researcher's role, and the limit on its reply (notebook 12): a researcher's system prompt
 # without REPORT_LIMIT sets no bound on what it returns, and the lab model then returns its tool
 # results whole (labkit.model.behaviour.act). UNLIMITED_RESEARCHER_PROMPT is RESEARCHER_PROMPT
-# with the limit taken out, nothing else changed.
+# with the limit taken out, nothing else changed: both are built from the same parts.
 RESEARCHER_ROLE = "You research one competitor for the weekly competitor report."
 REPORT_LIMIT = "reply with a short report"
-UNLIMITED_RESEARCHER_PROMPT = (
-    "You research one competitor for the weekly competitor report. Pull its market-data export and "
-    "its news digest, then reply. The caller sees only your final reply, never your tool results."
+_RESEARCHER_JOB = f"{RESEARCHER_ROLE} Pull its market-data export and its news digest, then "
+_RESEARCHER_CALLER = " The caller sees only your final reply, never your tool results."
+RESEARCHER_PROMPT = (
+    f"{_RESEARCHER_JOB}{REPORT_LIMIT}: each KPI with its exact figure, and the week's headline."
+    f"{_RESEARCHER_CALLER}"
 )
+UNLIMITED_RESEARCHER_PROMPT = f"{_RESEARCHER_JOB}reply.{_RESEARCHER_CALLER}"
 
 # Skills and memory (notebook 13): where deepagents' SkillsMiddleware and MemoryMiddleware look.
 SKILLS_SOURCE = "/skills/"  # create_deep_agent(skills=[SKILLS_SOURCE])
