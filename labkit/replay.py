@@ -26,7 +26,7 @@ from labkit._sizes import check_limit
 from labkit._synthetic import synthetic_run
 from labkit.model import summary_facts
 from labkit.scenario import needle
-from labkit.summarize import Event, SummarizeMiddleware, archive_path, next_fold
+from labkit.summarize import Event, SummarizeMiddleware, archive_path, next_fold, summary_message
 from labkit.summarize.archive import conversation_key, section_of
 from labkit.tokens import PRICES, TOKENS_PER_MESSAGE, TokenCounter, cost, message_text
 from labkit.trace import KINDS, MESSAGE_KINDS, CallRecord, compaction_marks, kind_of
@@ -228,8 +228,8 @@ class _Session:
     def tokens(self, message: BaseMessage) -> int:
         """BPE tokens of a message in view: a recorded one's count, or the current summary's."""
         n = self.t.size_of_id.get(id(message))
-        if n is None and self.events and message.id == f"labkit-summary-{self.events[-1].number}":
-            return self.summary_tokens  # the message next_fold's view just made for the last event
+        if n is None and self.events and message is summary_message(self.events[-1]):
+            return self.summary_tokens  # the last event's summary, counted by pieces (carried)
         return self.t.tokens(message) if n is None else n
 
     def compact(self, i: int, n: int, reason: str) -> bool:

@@ -25,7 +25,7 @@ from pydantic import BaseModel, Field
 from labkit import LabModel, evals, scenario
 from labkit._token_cache import SameObjects, tool_calls_of, tool_shape
 from labkit.offload import WRAP_MARK, OffloadMiddleware, preview, wrap_long_lines
-from labkit.summarize import Event, SummarizeMiddleware, view
+from labkit.summarize import SUMMARY_METADATA, Event, SummarizeMiddleware, summary_parts, view
 from labkit.tokens import TOKENS_PER_MESSAGE, TokenCounter, encoding, message_text
 from labkit.trace import KINDS, Recorder, RunningMeasure, kind_of
 
@@ -228,15 +228,19 @@ def test_a_tool_copy_has_the_shape_of_its_original_and_a_changed_field_does_not(
 
 
 def test_the_summary_message_is_made_once_per_event_and_is_policy_view():
-    middleware = SummarizeMiddleware(LabModel(window=32_000))
+    """policy.view (which SummarizeMiddleware and the replay both use) sends the very same summary
+    object for an event on every call; an equal event made again gets it too."""
     messages = _history()
     event = Event(cut=2, summary="S", archive="/conversation_history/x.md", created_at=4, number=1)
-    first, second = middleware._view(messages, event), middleware._view(messages, event)
+    first = view(messages, event)
+    again = Event(cut=2, summary="S", archive="/conversation_history/x.md", created_at=4, number=1)
+    second = view(messages, again)
     assert first[0] is second[0], "the same summary object on every call"
-    plain = view(messages, event)
-    assert [(m.type, m.content, m.additional_kwargs, m.id) for m in first] == \
-        [(m.type, m.content, m.additional_kwargs, m.id) for m in plain]
-    assert middleware._view(messages, None) == messages
+    made = summary_parts(event)
+    assert [(m.type, m.content, m.additional_kwargs, m.id) for m in first] == [
+        ("human", made[0] + made[1], SUMMARY_METADATA, "labkit-summary-1"),
+        *((m.type, m.content, m.additional_kwargs, m.id) for m in messages[2:])]
+    assert view(messages, None) == messages
 
 
 def _reference_wrap(text: str, limit: int) -> str:

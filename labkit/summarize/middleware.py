@@ -52,8 +52,8 @@ from labkit.summarize.policy import (
     defaults,
     events_of,
     next_fold,
-    summary_message,
     summary_prompt,
+    view,
 )
 from labkit.tokens import TokenCounter, encoding
 from labkit.trace import RunningMeasure
@@ -114,7 +114,6 @@ class SummarizeMiddleware(AgentMiddleware):
         self.archive = archive
         self.counter = TokenCounter()
         self._measure = RunningMeasure(self.counter)  # the view, call after call
-        self._summaries: dict[Event, BaseMessage] = {}  # each event's summary message, made once
         self.tools = [self._manual_tool()] if manual_tool else []
 
     def _check_keep_below_trigger(self) -> None:
@@ -133,18 +132,6 @@ class SummarizeMiddleware(AgentMiddleware):
 
     def request_tokens(self, messages, system=None, tools=()) -> int:
         return sum(self._measure(messages, system, tools).values())
-
-    def _view(self, messages: Sequence[BaseMessage], event: Event | None) -> list[BaseMessage]:
-        """``policy.view``, the summary message made once per event: every call after a compaction
-        then sends the very same summary object, which the counters recognise."""
-        if event is None:
-            return list(messages)
-        summary = self._summaries.get(event)
-        if summary is None:  # held locally: another thread's clear() cannot take it away
-            if len(self._summaries) >= 64:  # a long session's old events
-                self._summaries.clear()
-            summary = self._summaries[event] = summary_message(event)
-        return [summary, *messages[event.cut:]]
 
     # -- compacting --------------------------------------------------------------------------
 
@@ -220,7 +207,7 @@ class SummarizeMiddleware(AgentMiddleware):
     def _before(self, request, events: list[Event]) -> tuple[list, list, list[Event]]:
         """The messages, the view to send and any new event: compact first past the trigger."""
         messages = list(request.messages)
-        shown = self._view(messages, events[-1] if events else None)
+        shown = view(messages, events[-1] if events else None)
         new: list[Event] = []
         tokens = self.request_tokens(shown, request.system_message, request.tools or ())
         planned = self._next(messages, events, tokens)
@@ -228,7 +215,7 @@ class SummarizeMiddleware(AgentMiddleware):
                                                              state_messages(request))
         if event:
             new.append(event)
-            shown = self._view(messages, event)
+            shown = view(messages, event)
         return messages, shown, new
 
     def _on_overflow(self, error: Exception, messages, events: list[Event],
@@ -257,7 +244,7 @@ class SummarizeMiddleware(AgentMiddleware):
             if not is_overflow(error):
                 raise
             new.append(self._on_overflow(error, messages, events + new, state_messages(request)))
-            response = handler(request.override(messages=self._view(messages, new[-1])))
+            response = handler(request.override(messages=view(messages, new[-1])))
         return self._result(response, events, new)
 
     async def awrap_model_call(self, request, handler):
@@ -271,7 +258,7 @@ class SummarizeMiddleware(AgentMiddleware):
                 raise
             new.append(await asyncio.to_thread(self._on_overflow, error, messages, events + new,
                                                state_messages(request)))
-            response = await handler(request.override(messages=self._view(messages, new[-1])))
+            response = await handler(request.override(messages=view(messages, new[-1])))
         return self._result(response, events, new)
 
     # -- the manual tool -----------------------------------------------------------------------
@@ -299,7 +286,7 @@ class SummarizeMiddleware(AgentMiddleware):
                 text = prompts.COMPACT_TWICE.format(first=first)
                 return Command(update={"messages": [ToolMessage(
                     text, tool_call_id=runtime.tool_call_id, status="error")]})
-            shown = self._view(messages, events[-1] if events else None)
+            shown = view(messages, events[-1] if events else None)
             ok, why = self.gate_check(shown, self.request_tokens(shown))
             if not ok:
                 text = prompts.COMPACT_REFUSED.format(why=why)

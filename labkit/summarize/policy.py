@@ -11,6 +11,7 @@ model is sent from it. What it leaves out: the model call, the archive and the h
 from __future__ import annotations
 
 import bisect
+import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -176,7 +177,16 @@ def view(messages: Sequence[BaseMessage], event: Event | None) -> list[BaseMessa
 
 
 def summary_message(event: Event) -> HumanMessage:
-    """The message that stands for everything before the cut. Notebook 09."""
+    """The message that stands for everything before the cut. Notebook 09.
+
+    Made once per event and the same object after that (the latest 256 events): every call after
+    a compaction sends the very same summary, which the counters recognise by identity. Read it;
+    do not change it."""
+    return _summary_message(event)
+
+
+@functools.lru_cache(maxsize=256)
+def _summary_message(event: Event) -> HumanMessage:
     head, body = summary_parts(event)
     return HumanMessage(head + body, additional_kwargs=dict(SUMMARY_METADATA),
                         id=f"labkit-summary-{event.number}")
