@@ -81,7 +81,6 @@ class TextTokens:
                 self.held -= len(dropped)
         return n
 
-
     def get_many(self, encoding_name: str, texts: list[str],
                  count_many: Callable[[list[str]], list[int]]) -> list[int]:
         """The tokens of each text: those not remembered counted together, ``count_many(missing)``."""
