@@ -1,6 +1,7 @@
 """What several test files share: the scenario runs they read, the messages they build, a
 scripted fake model, a fake OpenAI-compatible server, a backend over a dict, the snapshot check,
-and Debian's chromium driven by Playwright (``browser``: tests/test_browser.py, tests/test_book.py).
+the scripts/ loader (``script``) and Debian's chromium driven by Playwright (``browser``:
+tests/test_browser.py, tests/test_book.py).
 
 The runs are fixtures, module-scoped as they were in each file: each module still gets its own
 run (a test cannot change another file's), and only one place says how the run is made. The
@@ -12,6 +13,7 @@ builders are plain functions, imported where module-level histories need them::
 from __future__ import annotations
 
 import datetime as dt
+import importlib.util
 import os
 from pathlib import Path
 
@@ -77,6 +79,17 @@ def openai_server():
     32,000-token window, stopped after the test; ``.base_url`` is what ``LABKIT_BASE_URL`` takes."""
     with OpenAIServer(window=32_000) as server:
         yield server
+
+
+# -- the scripts ---------------------------------------------------------------------------------
+
+
+def script(name: str):
+    """``scripts/<name>.py`` loaded as a module (scripts/ is not a package)."""
+    spec = importlib.util.spec_from_file_location(name, ROOT / "scripts" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 # -- a real browser ------------------------------------------------------------------------------

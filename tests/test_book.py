@@ -11,7 +11,6 @@ tests/conftest.py) is skipped without /usr/bin/chromium, as tests/test_browser.p
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from html.parser import HTMLParser
 from pathlib import Path
@@ -19,10 +18,10 @@ from pathlib import Path
 import nbformat
 import pytest
 
+from tests.conftest import script
+
 ROOT = Path(__file__).resolve().parent.parent
-_spec = importlib.util.spec_from_file_location("book", ROOT / "scripts" / "book.py")
-book = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(book)
+book = script("book")
 
 FIRST = ROOT / "notebooks" / "01_why_context_explodes.ipynb"
 PANEL = "99_panel"
