@@ -36,7 +36,9 @@ TOOLS := .tools
 VENV := .venv
 UV := $(TOOLS)/bin/uv
 SYNCED := $(VENV)/.labkit-synced
-SYNC = $(UV) sync --frozen --all-extras --quiet --python "$$($(PYTHON) -c 'import sys; print(sys.executable)')"
+# $(PYTHON)'s own path, asked of it by the shell in each recipe that uses it (uv, the git filter)
+PYTHON_EXE = $$($(PYTHON) -c 'import sys; print(sys.executable)')
+SYNC = $(UV) sync --frozen --all-extras --quiet --python "$(PYTHON_EXE)"
 # Two workers, whole files per worker (--dist loadfile): plain -n would scatter one notebook's
 # cells over both workers and break it.
 PYTEST_JOBS ?= 2
@@ -101,7 +103,7 @@ $(LAB_OVERRIDES): scripts/jupyterlab_overrides.json $(SYNCED)
 # A $(PYTHON) that does not run stops here rather than writing a filter git cannot start.
 nbstrip-filter:
 	@if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then \
-	  py="$$($(PYTHON) -c 'import sys; print(sys.executable)')" || exit 1; \
+	  py="$(PYTHON_EXE)" || exit 1; \
 	  git config filter.nbstrip.clean "'$$py' scripts/nbstrip.py"; \
 	fi
 
@@ -144,7 +146,7 @@ $(SYNCED): uv.lock pyproject.toml | $(TOOLS)/.uv-$(UV_VERSION)
 # resolved without uv.lock into a throwaway venv under a temp dir, then the suite there and a report
 # of what broke (scripts/canary.py). Not part of `make test`. CANARY_ARGS="-- -x -q" to pass pytest options.
 canary: $(TOOLS)/.uv-$(UV_VERSION)
-	$(TOOLS)/bin/python scripts/canary.py --uv $(UV) --python "$$($(PYTHON) -c 'import sys; print(sys.executable)')" $(CANARY_ARGS)
+	$(TOOLS)/bin/python scripts/canary.py --uv $(UV) --python "$(PYTHON_EXE)" $(CANARY_ARGS)
 
 # Maintainers only (needs PyPI): after changing dependencies in pyproject.toml.
 lock: $(TOOLS)/.uv-$(UV_VERSION)

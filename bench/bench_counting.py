@@ -19,9 +19,8 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
-import time
 
+from bench_replay import median_ms  # CPU ms, the median of repeats
 from deepagents.middleware.filesystem import FilesystemMiddleware
 from langchain_core.utils.function_calling import convert_to_openai_tool
 
@@ -29,15 +28,6 @@ from labkit import scenario
 from labkit._token_cache import SameObjects
 from labkit.replay import synthetic_run
 from labkit.tokens import TokenCounter, encoding, tool_schema_tokens
-
-
-def median_ms(fn, repeats: int) -> float:
-    times = []
-    for _ in range(repeats):
-        start = time.process_time()
-        fn()
-        times.append(time.process_time() - start)
-    return statistics.median(times) * 1000
 
 
 def measure(repeats: int = 5) -> dict[str, float]:

@@ -63,6 +63,7 @@ import time
 from collections import defaultdict
 from collections.abc import Callable
 
+from bench_tokens import WINDOWS, recommended  # the same windows and setting as bench_tokens
 from langchain.agents.middleware import AgentMiddleware
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from langgraph.types import Command
@@ -74,13 +75,7 @@ from labkit.scenario import harness
 from labkit.tokens import TokenCounter
 from labkit.trace import Recorder
 
-WINDOWS = (128_000, 60_000, 32_000)
 HOOKS = ("before_agent", "before_model", "after_model", "after_agent", "wrap_model_call", "wrap_tool_call")
-
-
-def recommended(window: int) -> evals.Setting:
-    """labkit's recommended setting, as ``labkit.evals`` defines it (the ``Setting`` defaults)."""
-    return evals.Setting("labkit recommended", window=window)
 
 
 def deepagents_defaults(window: int) -> evals.Setting:
@@ -92,9 +87,9 @@ def fresh_caches() -> None:
     so the next run or floor pays its BPE pass and its schema conversions as a first run does."""
     tokens._TEXT_TOKENS = TextTokens()
     tokens._TOOL_TOKENS = ToolTokens()
-    getattr(tokens, "_SAME_OBJECTS", {}).clear()  # (absent before the shared identity cache)
+    tokens._SAME_OBJECTS.clear()
     _token_cache._SCHEMAS = ToolTokens()
-    getattr(_token_cache, "_FIELD_SHAPES", {}).clear()
+    _token_cache._FIELD_SHAPES.clear()
 
 
 class ProviderCounter(TokenCounter):

@@ -1,5 +1,7 @@
 """What several test files share: the scenario runs they read, the messages they build, a
-scripted fake model, a fake OpenAI-compatible server, a backend over a dict, and the snapshot check.
+scripted fake model, a fake OpenAI-compatible server, a backend over a dict, the snapshot check,
+the scripts/ loader (``script``) and Debian's chromium driven by Playwright (``browser``:
+tests/test_browser.py, tests/test_book.py).
 
 The runs are fixtures, module-scoped as they were in each file: each module still gets its own
 run (a test cannot change another file's), and only one place says how the run is made. The
@@ -11,6 +13,7 @@ builders are plain functions, imported where module-level histories need them::
 from __future__ import annotations
 
 import datetime as dt
+import importlib.util
 import os
 from pathlib import Path
 
@@ -76,6 +79,43 @@ def openai_server():
     32,000-token window, stopped after the test; ``.base_url`` is what ``LABKIT_BASE_URL`` takes."""
     with OpenAIServer(window=32_000) as server:
         yield server
+
+
+# -- the scripts ---------------------------------------------------------------------------------
+
+
+def script(name: str):
+    """``scripts/<name>.py`` loaded as a module (scripts/ is not a package)."""
+    spec = importlib.util.spec_from_file_location(name, ROOT / "scripts" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+# -- a real browser ------------------------------------------------------------------------------
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync", "--no-first-run",
+                 "--disable-default-apps", "--disable-extensions", "--mute-audio"]
+NO_CHROMIUM = ("no /usr/bin/chromium: install Debian's browser with `sudo apt-get install chromium` "
+               "to run the browser tests (Playwright never downloads one)")
+
+
+@pytest.fixture(scope="module")
+def browser():
+    """Debian's chromium, headless, in a fresh profile Playwright makes and deletes; skipped
+    without /usr/bin/chromium or without playwright."""
+    if not CHROMIUM.exists():
+        pytest.skip(NO_CHROMIUM)
+    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is in the test extra: "
+                                   "run `make setup` (or `uv sync --all-extras`)")
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, headless=True)
+        try:
+            yield browser
+        finally:
+            browser.close()
 
 
 # -- building histories ----------------------------------------------------------------------------

@@ -3,7 +3,6 @@ what a JupyterHub server's environment needs for the panels and plots."""
 
 from __future__ import annotations
 
-import importlib.util
 import re
 import tomllib
 from importlib import metadata
@@ -12,10 +11,10 @@ from urllib.parse import parse_qs, unquote, urlsplit
 
 import pytest
 
+from tests.conftest import script
+
 ROOT = Path(__file__).resolve().parent.parent
-_spec = importlib.util.spec_from_file_location("binder_link", ROOT / "scripts" / "binder_link.py")
-binder_link = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(binder_link)
+binder_link = script("binder_link")
 README = (ROOT / "README.md").read_text()
 
 

@@ -4,13 +4,13 @@ from the page's own _static/), the panel shows its snapshot with its figure, the
 hidden check cells show no source, and no request leaves the machine (every URL the page asks for
 is a file:// URL, checked in the browser, and no tag in any page points elsewhere).
 
-Slow-ish (it runs two notebooks, ~40 s), not timed. The browser part is skipped without
-/usr/bin/chromium, as tests/test_browser.py is (`sudo apt-get install chromium`).
+Slow-ish (it runs two notebooks, ~40 s), not timed. The browser part (the ``browser`` fixture of
+tests/conftest.py) is skipped without /usr/bin/chromium, as tests/test_browser.py is
+(`sudo apt-get install chromium`).
 """
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from html.parser import HTMLParser
 from pathlib import Path
@@ -18,12 +18,10 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from tests.test_browser import CHROMIUM, CHROMIUM_ARGS
+from tests.conftest import script
 
 ROOT = Path(__file__).resolve().parent.parent
-_spec = importlib.util.spec_from_file_location("book", ROOT / "scripts" / "book.py")
-book = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(book)
+book = script("book")
 
 FIRST = ROOT / "notebooks" / "01_why_context_explodes.ipynb"
 PANEL = "99_panel"
@@ -115,20 +113,6 @@ def test_only_and_no_execute_build_the_named_notebook_from_its_stored_form(tmp_p
         "nothing was run: the stored notebook has no outputs"
     with pytest.raises(SystemExit, match="no notebook named 42"):
         book.notebooks(["42"])
-
-
-@pytest.fixture(scope="module")
-def browser():
-    if not CHROMIUM.exists():
-        pytest.skip("no /usr/bin/chromium: install Debian's browser with `sudo apt-get install chromium` "
-                    "to run the book's browser test (Playwright never downloads one)")
-    sync_api = pytest.importorskip("playwright.sync_api")
-    with sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, headless=True)
-        try:
-            yield browser
-        finally:
-            browser.close()
 
 
 def _open(browser, page_path: Path):

@@ -41,17 +41,12 @@ from pathlib import Path
 
 import pytest
 
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--no-first-run",
-                 "--disable-default-apps", "--disable-extensions", "--mute-audio"]
+from tests.conftest import CHROMIUM, NO_CHROMIUM
+
 NOTEBOOK = "panel_offload.ipynb"  # the offload panel's notebook (PANELS)
 WAIT_MS = 60_000  # for one step on a busy 2-core machine; the whole test takes ~15 s
 
-pytestmark = pytest.mark.skipif(
-    not CHROMIUM.exists(),
-    reason="no /usr/bin/chromium: install Debian's browser with `sudo apt-get install chromium` "
-           "to run the browser test (Playwright never downloads one)")
+pytestmark = pytest.mark.skipif(not CHROMIUM.exists(), reason=NO_CHROMIUM)
 
 # Direct connections only: a proxy in the environment must not see the lab server.
 _HTTP = urllib.request.build_opener(urllib.request.ProxyHandler({}))
@@ -149,19 +144,6 @@ def lab(tmp_path_factory):
                 os.killpg(server.pid, signal.SIGKILL)
                 server.wait(10)
         log.close()
-
-
-@pytest.fixture(scope="module")
-def browser():
-    """Debian's chromium, headless, in a fresh profile Playwright makes and deletes."""
-    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is in the test extra: "
-                                   "run `make setup` (or `uv sync --all-extras`)")
-    with sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, headless=True)
-        try:
-            yield browser
-        finally:
-            browser.close()
 
 
 @pytest.fixture

@@ -3,7 +3,6 @@ those, it reports pytest's failures, and `make test` does not run it."""
 
 from __future__ import annotations
 
-import importlib.util
 import re
 import shutil
 import subprocess
@@ -12,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import script
+
 ROOT = Path(__file__).resolve().parent.parent
-_spec = importlib.util.spec_from_file_location("canary", ROOT / "scripts" / "canary.py")
-canary = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(canary)
+canary = script("canary")
 
 
 def test_every_runtime_dependency_is_unpinned_and_nothing_else():

@@ -7,7 +7,6 @@ does) reaches the panels."""
 
 from __future__ import annotations
 
-import importlib.util
 import subprocess
 import sys
 import tomllib
@@ -15,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import script
+
 ROOT = Path(__file__).resolve().parent.parent
-_spec = importlib.util.spec_from_file_location("colab_setup", ROOT / "scripts" / "colab_setup.py")
-colab = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(colab)
+colab = script("colab_setup")
 
 COLAB_OWN = {"jupyterlab", "ipykernel", "ipywidgets", "ipython", "tornado", "notebook", "jupyter-server"}
 

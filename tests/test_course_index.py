@@ -4,7 +4,6 @@ commands and settings are the ones the Makefile and labkit have, and every noteb
 
 from __future__ import annotations
 
-import importlib.util
 import re
 from pathlib import Path
 
@@ -13,13 +12,12 @@ import pytest
 
 from labkit import yourmodel
 from labkit.model import providers
+from tests.conftest import script
 
 ROOT = Path(__file__).resolve().parents[1]
 INDEX = ROOT / "notebooks" / "START_HERE.md"
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
-_spec = importlib.util.spec_from_file_location("course_index", ROOT / "scripts" / "course_index.py")
-course_index = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(course_index)
+course_index = script("course_index")
 pace = course_index.pace
 TEXT = INDEX.read_text(encoding="utf-8")
 

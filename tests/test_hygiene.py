@@ -10,7 +10,6 @@ override is read by jupyterlab_server's own reader; ``make lab``'s quiet options
 from __future__ import annotations
 
 import copy
-import importlib.util
 import json
 import os
 import re
@@ -24,6 +23,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
+from tests.conftest import script
+
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
 FIRST = NOTEBOOKS[0]
@@ -31,14 +32,9 @@ GIT = shutil.which("git")
 MAKE = shutil.which("make")
 
 
-def _script(name: str):
-    spec = importlib.util.spec_from_file_location(name, ROOT / "scripts" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
-nbstrip = _script("nbstrip")
+nbstrip = script("nbstrip")
 
 
 def run_by_jupyterlab(path: Path) -> str:

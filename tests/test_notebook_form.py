@@ -11,7 +11,6 @@ the time the pace rule (scripts/pace.py) gives it, with a core path of at most 4
 from __future__ import annotations
 
 import ast
-import importlib.util
 import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -19,11 +18,11 @@ from pathlib import Path
 import nbformat
 import pytest
 
+from tests.conftest import script
+
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
-_spec = importlib.util.spec_from_file_location("pace", ROOT / "scripts" / "pace.py")
-pace = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(pace)
+pace = script("pace")
 
 
 def _read(path: Path):
@@ -88,9 +87,7 @@ def test_the_readme_table_is_the_rules():
     assert re.search(r"130 words a\s+minute", readme), "the README states the rule"
 
 
-_gspec = importlib.util.spec_from_file_location("glossary", ROOT / "scripts" / "glossary.py")
-glossary = importlib.util.module_from_spec(_gspec)
-_gspec.loader.exec_module(glossary)
+glossary = script("glossary")
 
 
 def test_the_glossary_has_the_terms_the_course_needs():
