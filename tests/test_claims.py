@@ -23,8 +23,10 @@ MAKE = shutil.which("make")
 
 def _lab_command(tmp_path: Path, *, uid: str, display: str) -> list[str]:
     """Run make lab's own recipe (from `make -n`) with `jupyter lab` replaced by a printout of its options."""
-    plan = subprocess.run([MAKE, "-n", "-B", "lab", "LAB_ARGS=--port=9999"], cwd=ROOT, capture_output=True,
-                          text=True, check=True).stdout
+    # as if typed at a prompt: under `make test` the outer make's flags would reach this one
+    outer = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL")}
+    plan = subprocess.run([MAKE, "--no-print-directory", "-n", "-B", "lab", "LAB_ARGS=--port=9999"],
+                          cwd=ROOT, env=outer, capture_output=True, text=True, check=True).stdout
     recipe = plan[plan.rindex('flags="--ip='):]
     recipe, n = re.subn(r"exec \S+/bin/jupyter lab notebooks/", "printf '%s\\n'", recipe)
     assert n == 1, recipe
