@@ -2,10 +2,10 @@
 
 Used by: labkit.offload (which re-exports ``wrap_long_lines``, ``stored_text``, ``unwrap`` and
 ``preview``, notebook 04). :func:`evicted_text` makes the file and the line count and preview of
-either stub (a tool result's, a human message's) from one split of the text into lines: an
-evicted tool result is tens of thousands of characters, and counting its lines, checking them for
-wrapping and previewing them used to split or scan it four times. Same text, same stub
-(``tests/test_offload.py`` compares it with the plain functions).
+either stub (a tool result's, a human message's) without splitting the text into lines unless a
+line may need wrapping: an evicted tool result is tens of thousands of characters, and counting
+its lines, checking them for wrapping and previewing them used to split or scan it four times.
+Same text, same stub (``tests/test_offload.py`` compares it with the plain functions).
 """
 
 from __future__ import annotations
@@ -76,20 +76,47 @@ def _numbered(lines: Mapping[int, str] | Sequence[str], total: int, head: int, t
     return "\n".join(out)
 
 
+def _edges(text: str, total: int, head: int, tail: int) -> dict[int, str]:
+    """The first ``head`` and last ``tail`` lines of ``text`` (``total`` lines), by index, cut out
+    by position: a long file is neither split whole nor copied."""
+    lines: dict[int, str] = {}
+    start = 0
+    for i in range(min(head, total)):
+        end = text.find("\n", start)
+        lines[i] = text[start:] if end < 0 else text[start:end]
+        start = end + 1
+    end = len(text)
+    for i in range(total - 1, max(total - tail, 0) - 1, -1):
+        start = text.rfind("\n", 0, end) + 1
+        lines[i] = text[start:end]
+        end = start - 1
+    return lines
+
+
 def preview(text: str, head: int = 5, tail: int = 5, line_chars: int = 1000) -> str:
     """The first ``head`` and last ``tail`` lines, numbered as in the file, each clipped to
     ``line_chars`` characters, with a marker for the lines left out. Notebook 04."""
     total = text.count("\n") + 1
-    if total <= head + tail:
-        lines = dict(enumerate(text.split("\n")))
-    else:  # only the lines shown are split off: a long file is not split whole
-        lines = dict(enumerate(text.split("\n", head)[:head]))
-        lines.update(enumerate(text.rsplit("\n", tail)[-tail:] if tail else [], total - tail))
-    return _numbered(lines, total, head, tail, line_chars)
+    return _numbered(_edges(text, total, head, tail), total, head, tail, line_chars)
+
+
+def _may_wrap(text: str, limit: int = LINE_LIMIT) -> bool:
+    """Whether :func:`wrap_long_lines` might change ``text``, without splitting it: ``False`` is
+    exact. A line over ``limit`` characters covers a whole aligned block of ``(limit + 1) // 2``
+    characters, so if each block holds a newline no line is too long; a line ending in
+    ``WRAP_MARK`` needs its arrow somewhere in the text."""
+    block = (limit + 1) // 2
+    return WRAP_MARK.strip() in text or any(
+        text.find("\n", p, p + block) < 0 for p in range(0, len(text) - block + 1, block))
 
 
 def evicted_text(text: str, head: int, tail: int, line_chars: int = 1000) -> tuple[str, bool, int, str]:
     """``(stored_text(text), whether a line was wrapped, the stored file's lines, its preview)``."""
+    if not _may_wrap(text):  # the common case: the file is the text and its end line, not split
+        stored = text + "\n" + END_MARK
+        total = text.count("\n") + 2
+        return stored, False, total, _numbered(_edges(stored, total, head, tail), total, head, tail,
+                                                 line_chars)
     lines = text.split("\n")
     out = _wrapped(text, lines, LINE_LIMIT)  # a list only when some line changed
     wrapped = out is not None

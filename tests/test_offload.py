@@ -285,6 +285,32 @@ def test_the_evicted_file_and_stub_parts_are_the_plain_functions(text, head, tai
                                               preview(stored, head, tail)), "the same file, note and stub"
 
 
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=st.sampled_from(["a", "\n", "中"]), max_size=300),
+       st.integers(0, 8), st.integers(0, 8))
+def test_the_preview_cut_by_position_is_the_preview_of_the_split_text(text, head, tail):
+    from labkit._offload_text import _numbered  # the reference: every line split off, then numbered
+
+    lines = text.split("\n")
+    assert preview(text, head, tail, 4) == _numbered(lines, len(lines), head, tail, 4)
+
+
+@pytest.mark.parametrize("limit", [1, 2, 7, 10])
+def test_no_wrapping_is_ruled_out_only_when_no_line_is_too_long(limit):
+    """``_may_wrap`` says False only for a text ``wrap_long_lines`` leaves alone: a line of every
+    length around the limit, at every offset from the blocks it checks."""
+    from labkit._offload_text import _may_wrap  # the private fast path is what this test is about
+
+    for before in range(3 * limit + 3):
+        for length in range(max(0, limit - 2), limit + 3):
+            for after in ("", "\n", "\nz"):
+                text = "a" * before + "\n" + "x" * length + after
+                if not _may_wrap(text, limit):
+                    assert wrap_long_lines(text, limit) == text, repr(text)
+                too_long = max(map(len, text.split("\n"))) > limit
+                assert _may_wrap(text, limit) or not too_long, repr(text)
+
+
 def test_an_evicted_long_line_is_wrapped_alike_by_both_paths():
     from labkit._offload_text import evicted_text  # the private fast path is what this test is about
 
