@@ -34,7 +34,8 @@ again, every text's count already known. Two figures:
   message of every request, the system messages, the raw tool results before offloading and the
   final state's messages — and each distinct tool schema is converted (cold: a new instance of it)
   and counted once; then each model call's request size is summed from those counts (the
-  arithmetic). Medians of ``--repeats`` runs and of three floors per repeat (the floor is the noisier).
+  arithmetic). The ratio is the median over ``--repeats`` of each repeat's labkit run over the
+  mean of a floor measured just before it and one just after.
   The line's figure is the cold one: the floor then includes its BPE pass, as issue 12 defines it
   ("one exact BPE pass over each new message plus arithmetic"); the warm one (no BPE on either
   side: the texts' building, the lookups and the sums) is printed as ``middleware_vs_floor_warm``.
@@ -360,34 +361,42 @@ def _table(title: str, floor: float, med: dict, samples: dict) -> None:
               f"{m['loop ms/call']:>13.2f}{'yes' if ok else 'NO':>10}")
 
 
-FLOORS_PER_REPEAT = 3  # the floor's median is of 3 x repeats samples (measured: 48-80 ms for one run's floor)
-
-
 def measure(windows=WINDOWS, repeats: int = 7) -> dict[str, float]:
     """Print a table per window and mode; return the worst window's ``middleware_vs_floor`` (cold:
     the floor includes its BPE pass, as issue 12 defines it) and ``loop_vs_deepagents`` (warm),
-    and the other mode of each (``..._warm``, ``..._cold``)."""
+    and the other mode of each (``..._warm``, ``..._cold``). Each ratio is the median of one ratio
+    per repeat, of runs made next to each other: this machine's speed shifts by ~1.5x for seconds
+    at a time (another process on the core's other half), and a ratio of medians taken seconds
+    apart reads that shift as overhead."""
     settings = {"labkit": recommended, "deepagents": deepagents_defaults}
     for make in settings.values():  # warm imports, the tokenizer, the data and the caches
         sample(make(windows[0]))
     keys = ("middleware_vs_floor", "loop_vs_deepagents",
             "middleware_vs_floor_warm", "loop_vs_deepagents_cold")
     worst = dict.fromkeys(keys, 0.0)
-    print(f"CPU time (process_time), exclusive per part; medians of {repeats} runs per stack; stacks "
-          "and modes interleaved. cold: labkit's counting caches emptied before the run (each text "
+    print(f"CPU time (process_time), exclusive per part; medians of {repeats} runs per stack; each "
+          "repeat runs a floor (cold, then warm), labkit cold then warm, the floor again, deepagents "
+          "cold then warm. cold: labkit's counting caches emptied before the run (each text "
           "BPE-encoded once, each tool converted once) and before the floor; warm: the same run "
-          "again, its texts' counts already known")
+          "again, its texts' counts already known. Ratios: medians of each repeat's own ratio "
+          "(labkit over the mean of the floors around it; labkit over deepagents in that repeat)")
     for window in windows:
         traj = trajectory(recommended(window))
         samples = {mode: {name: [] for name in settings} for mode in ("cold", "warm")}
         floors: dict[str, list[float]] = {"cold": [], "warm": []}
+        ratios: dict[str, list[tuple[float, float]]] = {"cold": [], "warm": []}
         for _ in range(repeats):
+            before = {"cold": floor_ms(*traj, cold=True), "warm": floor_ms(*traj, cold=False)}
             for name, make in settings.items():  # each warm run follows its own stack's cold run
                 for mode in ("cold", "warm"):
                     samples[mode][name].append(sample(make(window), cold=mode == "cold"))
-            for _ in range(FLOORS_PER_REPEAT):  # ~70 ms each, and noisier than a run: more of them
-                floors["cold"].append(floor_ms(*traj, cold=True))
-                floors["warm"].append(floor_ms(*traj, cold=False))
+                if name == "labkit":
+                    after = {"cold": floor_ms(*traj, cold=True), "warm": floor_ms(*traj, cold=False)}
+            for mode in ("cold", "warm"):
+                floors[mode] += [before[mode], after[mode]]
+                lab, deep = samples[mode]["labkit"][-1], samples[mode]["deepagents"][-1]
+                ratios[mode].append((lab["middleware ms"] / ((before[mode] + after[mode]) / 2),
+                                     lab["loop ms/call"] / deep["loop ms/call"]))
         print()
         print(f"window {window:,} tokens: {len(traj[0])} distinct messages, {len(traj[1])} tools, "
               f"{len(traj[2])} requests")
@@ -395,12 +404,11 @@ def measure(windows=WINDOWS, repeats: int = 7) -> dict[str, float]:
         for mode in ("cold", "warm"):
             med = {name: {k: statistics.median(s[k] for s in runs) for k in runs[0] if k != "ok"}
                    for name, runs in samples[mode].items()}
-            floor = statistics.median(floors[mode])
-            _table(f"{mode}", floor, med, samples[mode])
-            ratio[mode] = (med["labkit"]["middleware ms"] / floor,
-                           med["labkit"]["loop ms/call"] / med["deepagents"]["loop ms/call"])
-            print(f"{mode}: middleware_vs_floor {ratio[mode][0]:.2f} (goal <= 1.25); "
-                  f"loop_vs_deepagents {ratio[mode][1]:.2f} (goal <= 1)")
+            _table(f"{mode}", statistics.median(floors[mode]), med, samples[mode])
+            ratio[mode] = tuple(statistics.median(r[i] for r in ratios[mode]) for i in (0, 1))
+            each = [" ".join(f"{r[i]:.2f}" for r in ratios[mode]) for i in (0, 1)]
+            print(f"{mode}: middleware_vs_floor {ratio[mode][0]:.2f} (goal <= 1.25; per repeat {each[0]}); "
+                  f"loop_vs_deepagents {ratio[mode][1]:.2f} (goal <= 1; per repeat {each[1]})")
         for key, value in zip(keys, (ratio["cold"][0], ratio["warm"][1], ratio["warm"][0], ratio["cold"][1])):
             worst[key] = max(worst[key], value)
     return worst
