@@ -18,7 +18,7 @@ from langchain_core.messages import BaseMessage, get_buffer_string
 from labkit.model import merge, summary_facts, write_summary
 from labkit.summarize import Event, summary_parts, summary_prompt
 
-__all__ = ["PIECES", "Memo", "by_pieces", "carried", "summary", "xml_text"]
+__all__ = ["PIECES", "Memo", "by_pieces", "carried", "split_pieces", "summary", "xml_text"]
 
 # Where a summary splits into pieces BPE counts apart: after a newline, before a character that is
 # neither space nor "/". A pre-token of o200k (or cl100k) holds a newline only if it is all
@@ -26,6 +26,14 @@ __all__ = ["PIECES", "Memo", "by_pieces", "carried", "summary", "xml_text"]
 # add up to the whole's (tests/test_replay.py checks every replayed summary), and the lines most
 # summaries share are counted once (labkit._token_cache): a cold slider move counts only new lines.
 PIECES = re.compile(r"(?<=\n)(?=[^\s/])")
+_BREAKS = re.compile(r"\n(?=[^\s/])")  # the newline before each PIECES boundary: found 3x faster
+
+
+def split_pieces(text: str) -> list[str]:
+    """``PIECES.split(text)``, found by the newlines that end each piece (a literal the regex
+    engine searches for, where PIECES's look-behind is tried at every character)."""
+    *whole, last = _BREAKS.split(text)
+    return [piece + "\n" for piece in whole] + [last]
 
 
 MEMO_SIZE = 4096  # folds and heads kept before a long slider session starts again
@@ -91,7 +99,7 @@ def by_pieces(t: Any, text: str) -> int:
     """BPE tokens of ``text``, piece by piece (``PIECES``), each piece's count kept in the
     trajectory's memo, where the next slider move finds it."""
     lines = t.memo.pieces
-    pieces = PIECES.split(text)
+    pieces = split_pieces(text)
     new = list(dict.fromkeys(p for p in pieces if p not in lines))
     if new:  # counted together: one hop to labkit's counting thread (labkit._encode_thread)
         lines.update(zip(new, t.counter.texts(new)))
