@@ -36,7 +36,7 @@ def split_pieces(text: str) -> list[str]:
     return [piece + "\n" for piece in whole] + [last]
 
 
-MEMO_SIZE = 4096  # folds and heads kept before a long slider session starts again
+MEMO_SIZE = 4096  # folds, heads and carried counts kept before a long slider session starts again
 
 
 @dataclass
@@ -48,10 +48,11 @@ class Memo:
     templates: dict = field(default_factory=dict)  # keep_figures -> the summary prompt's own tokens
     pieces: dict = field(default_factory=dict)  # a piece of text (PIECES) -> its BPE tokens
     bodies: dict = field(default_factory=dict)  # a summary -> tokens of its tagged body
+    carried: dict = field(default_factory=dict)  # event -> tokens of its summary message (carried)
 
     def clear(self) -> None:
         """Forget everything."""
-        for memo in (self.folds, self.heads, self.templates, self.pieces, self.bodies):
+        for memo in (self.folds, self.heads, self.templates, self.pieces, self.bodies, self.carried):
             memo.clear()
 
 
@@ -71,7 +72,7 @@ def summary(t: Any, shown: list[BaseMessage], last: Event | None, cut: int,
     key = ((last.summary, last.number, last.archive) if last else None, first, absolute, keep_figures)
     memo = t.memo
     if key not in memo.folds:
-        if len(memo.folds) + len(memo.heads) > MEMO_SIZE:  # a long slider session: start again
+        if len(memo.folds) + len(memo.heads) + len(memo.carried) > MEMO_SIZE:  # a long session: start again
             memo.clear()
         head_tokens, head_facts = _head(t, shown[0], last) if last else (0, [])
         template = memo.templates.get(keep_figures)
@@ -110,8 +111,12 @@ def carried(t: Any, event: Event) -> int:
     """BPE tokens of the text of ``summarize.summary_message(event)``, without building it: its
     head ends in a newline and its body starts with "<", so ``PIECES`` splits the whole where the
     two meet and the counts add up; the body's count is kept per summary."""
-    head, body = summary_parts(event)
-    bodies = t.memo.bodies
-    if event.summary not in bodies:
-        bodies[event.summary] = by_pieces(t, body)
-    return by_pieces(t, head) + bodies[event.summary]
+    key = (event.summary, event.number, event.cut, event.archive)  # all the message is made of
+    known = t.memo.carried.get(key)
+    if known is None:
+        head, body = summary_parts(event)
+        bodies = t.memo.bodies
+        if event.summary not in bodies:
+            bodies[event.summary] = by_pieces(t, body)
+        known = t.memo.carried[key] = by_pieces(t, head) + bodies[event.summary]
+    return known

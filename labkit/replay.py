@@ -28,6 +28,7 @@ from labkit.model import summary_facts
 from labkit.scenario import needle
 from labkit.summarize import Event, SummarizeMiddleware, archive_path, next_fold, summary_message
 from labkit.summarize.archive import conversation_key, section_of
+from labkit.summarize.policy import should_compact
 from labkit.tokens import PRICES, TOKENS_PER_MESSAGE, TokenCounter, cost, message_text
 from labkit.trace import KINDS, MESSAGE_KINDS, CallRecord, compaction_marks, kind_of
 
@@ -235,9 +236,12 @@ class _Session:
     def compact(self, i: int, n: int, reason: str, request: int) -> bool:
         """Ask the middleware's decision (``request``: the call's tokens now); on a fold, add its
         event. Did it compact?"""
-        p = self.policy
+        p, forced = self.policy, reason == "overflow"
+        in_view = n - self.cut + 1 if self.events else n
+        if not forced and not should_compact(request, in_view, p.trigger, p.window):
+            return False  # next_fold's own first test, before it builds the view (most calls)
         planned = next_fold(_Prefix(self.t.messages, n), self.events, request, trigger=p.trigger,
-                            keep=p.keep, window=p.window, count=self.tokens, forced=reason == "overflow")
+                            keep=p.keep, window=p.window, count=self.tokens, forced=forced)
         if planned is None:
             return False
         last = self.events[-1] if self.events else None
@@ -259,8 +263,9 @@ class _Session:
         by = dict.fromkeys(KINDS, 0)
         by["system"], by["tools"] = t.system[i], t.fixed[i] - t.system[i]
         for k in MESSAGE_KINDS:
-            by[k] = t.by_kind[k][n] - t.by_kind[k][cut]
-        by["summary"] += self.summary_tokens if self.events else 0
+            prefix = t.by_kind[k]
+            by[k] = prefix[n] - prefix[cut]
+        by["summary"] += self.summary_tokens
         out = 0 if error else t.outputs[i]
         self.records.append(CallRecord(
             index=len(self.records), turn=t.turns[i], stored=t.prefix[n], seen=tokens, by_kind=by,
