@@ -8,6 +8,7 @@ What it leaves out: dashboards and live updates (``labkit.widgets`` redraws a fi
 
 from __future__ import annotations
 
+import pickle
 from collections.abc import Mapping, Sequence
 from itertools import accumulate
 
@@ -37,8 +38,16 @@ def _records(run_or_records) -> list[CallRecord]:
 
 # plotly_white resolved once, not on every figure; of its per-trace defaults only scatter's are
 # kept (the only trace tokens_per_turn draws): the rest would be copied on every slider move.
+class _Pickled(dict):
+    """plotly_white's JSON for a figure's layout: plotly deep-copies it into every figure it
+    builds, item by item; a copy of this is the same plain dict, made by pickling (~6x faster)."""
+
+    def __deepcopy__(self, memo) -> dict:
+        return pickle.loads(pickle.dumps(dict(self), pickle.HIGHEST_PROTOCOL))
+
+
 _WHITE = pio.templates["plotly_white"].to_plotly_json()
-_WHITE = {"layout": _WHITE["layout"], "data": {"scatter": _WHITE["data"]["scatter"]}}
+_WHITE = _Pickled(layout=_WHITE["layout"], data={"scatter": _WHITE["data"]["scatter"]})
 
 
 _FRAME = {"legend": {"orientation": "h", "y": -0.2}, "margin": {"l": 60, "r": 20, "t": 60, "b": 60},
