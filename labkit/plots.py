@@ -40,7 +40,7 @@ def _records(run_or_records) -> list[CallRecord]:
 # kept (the only trace tokens_per_turn draws): the rest would be copied on every slider move.
 class _Pickled(dict):
     """plotly_white's JSON for a figure's layout: plotly deep-copies it into every figure it
-    builds, item by item; a copy of this is the same plain dict, made by pickling (~6x faster)."""
+    builds, item by item; a copy of this is the same plain dict, made at once by pickling."""
 
     def __deepcopy__(self, memo) -> dict:
         return pickle.loads(pickle.dumps(dict(self), pickle.HIGHEST_PROTOCOL))
