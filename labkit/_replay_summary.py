@@ -18,7 +18,7 @@ from langchain_core.messages import BaseMessage, get_buffer_string
 from labkit.model import merge, summary_facts, write_summary
 from labkit.summarize import Event, summary_parts, summary_prompt
 
-__all__ = ["PIECES", "Memo", "by_pieces", "carried", "summary", "xml_text"]
+__all__ = ["PIECES", "Memo", "by_pieces", "carried", "split_pieces", "summary", "xml_text"]
 
 # Where a summary splits into pieces BPE counts apart: after a newline, before a character that is
 # neither space nor "/". A pre-token of o200k (or cl100k) holds a newline only if it is all
@@ -26,9 +26,17 @@ __all__ = ["PIECES", "Memo", "by_pieces", "carried", "summary", "xml_text"]
 # add up to the whole's (tests/test_replay.py checks every replayed summary), and the lines most
 # summaries share are counted once (labkit._token_cache): a cold slider move counts only new lines.
 PIECES = re.compile(r"(?<=\n)(?=[^\s/])")
+_BREAKS = re.compile(r"\n(?=[^\s/])")  # the newline before each PIECES boundary
 
 
-MEMO_SIZE = 4096  # folds and heads kept before a long slider session starts again
+def split_pieces(text: str) -> list[str]:
+    """``PIECES.split(text)``, found by the newlines that end each piece (a literal the regex
+    engine searches for, where PIECES's look-behind is tried at every character)."""
+    *whole, last = _BREAKS.split(text)
+    return [piece + "\n" for piece in whole] + [last]
+
+
+MEMO_SIZE = 4096  # folds, heads and carried counts kept before a long slider session starts again
 
 
 @dataclass
@@ -40,10 +48,11 @@ class Memo:
     templates: dict = field(default_factory=dict)  # keep_figures -> the summary prompt's own tokens
     pieces: dict = field(default_factory=dict)  # a piece of text (PIECES) -> its BPE tokens
     bodies: dict = field(default_factory=dict)  # a summary -> tokens of its tagged body
+    carried: dict = field(default_factory=dict)  # event -> tokens of its summary message (carried)
 
     def clear(self) -> None:
         """Forget everything."""
-        for memo in (self.folds, self.heads, self.templates, self.pieces, self.bodies):
+        for memo in (self.folds, self.heads, self.templates, self.pieces, self.bodies, self.carried):
             memo.clear()
 
 
@@ -63,7 +72,7 @@ def summary(t: Any, shown: list[BaseMessage], last: Event | None, cut: int,
     key = ((last.summary, last.number, last.archive) if last else None, first, absolute, keep_figures)
     memo = t.memo
     if key not in memo.folds:
-        if len(memo.folds) + len(memo.heads) > MEMO_SIZE:  # a long slider session: start again
+        if len(memo.folds) + len(memo.heads) + len(memo.carried) > MEMO_SIZE:  # a long session: start again
             memo.clear()
         head_tokens, head_facts = _head(t, shown[0], last) if last else (0, [])
         template = memo.templates.get(keep_figures)
@@ -91,7 +100,7 @@ def by_pieces(t: Any, text: str) -> int:
     """BPE tokens of ``text``, piece by piece (``PIECES``), each piece's count kept in the
     trajectory's memo, where the next slider move finds it."""
     lines = t.memo.pieces
-    pieces = PIECES.split(text)
+    pieces = split_pieces(text)
     new = list(dict.fromkeys(p for p in pieces if p not in lines))
     if new:  # counted together: one hop to labkit's counting thread (labkit._encode_thread)
         lines.update(zip(new, t.counter.texts(new)))
@@ -102,8 +111,12 @@ def carried(t: Any, event: Event) -> int:
     """BPE tokens of the text of ``summarize.summary_message(event)``, without building it: its
     head ends in a newline and its body starts with "<", so ``PIECES`` splits the whole where the
     two meet and the counts add up; the body's count is kept per summary."""
-    head, body = summary_parts(event)
-    bodies = t.memo.bodies
-    if event.summary not in bodies:
-        bodies[event.summary] = by_pieces(t, body)
-    return by_pieces(t, head) + bodies[event.summary]
+    key = (event.summary, event.number, event.cut, event.archive)  # all the message is made of
+    known = t.memo.carried.get(key)
+    if known is None:
+        head, body = summary_parts(event)
+        bodies = t.memo.bodies
+        if event.summary not in bodies:
+            bodies[event.summary] = by_pieces(t, body)
+        known = t.memo.carried[key] = by_pieces(t, head) + bodies[event.summary]
+    return known

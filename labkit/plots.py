@@ -8,6 +8,7 @@ What it leaves out: dashboards and live updates (``labkit.widgets`` redraws a fi
 
 from __future__ import annotations
 
+import pickle
 from collections.abc import Mapping, Sequence
 from itertools import accumulate
 
@@ -37,8 +38,16 @@ def _records(run_or_records) -> list[CallRecord]:
 
 # plotly_white resolved once, not on every figure; of its per-trace defaults only scatter's are
 # kept (the only trace tokens_per_turn draws): the rest would be copied on every slider move.
+class _Pickled(dict):
+    """plotly_white's JSON for a figure's layout: plotly deep-copies it into every figure it
+    builds, item by item; a copy of this is the same plain dict, made at once by pickling."""
+
+    def __deepcopy__(self, memo) -> dict:
+        return pickle.loads(pickle.dumps(dict(self), pickle.HIGHEST_PROTOCOL))
+
+
 _WHITE = pio.templates["plotly_white"].to_plotly_json()
-_WHITE = {"layout": _WHITE["layout"], "data": {"scatter": _WHITE["data"]["scatter"]}}
+_WHITE = _Pickled(layout=_WHITE["layout"], data={"scatter": _WHITE["data"]["scatter"]})
 
 
 _FRAME = {"legend": {"orientation": "h", "y": -0.2}, "margin": {"l": 60, "r": 20, "t": 60, "b": 60},
@@ -49,6 +58,14 @@ def _layout(fig: go.Figure, title: str, ytitle: str) -> go.Figure:
     fig.update_layout(title=title, xaxis_title="model call", yaxis_title=ytitle,
                       template="plotly_white", **_FRAME)
     return fig
+
+
+class _Flat(list):
+    """A list of numbers or strings for a trace: plotly deep-copies each trace as it builds a
+    figure, item by item; a copy of this is the plain list, made at once (a slider's figure)."""
+
+    def __deepcopy__(self, memo) -> list:
+        return list(self)
 
 
 def _figure(traces: list[dict], title: str, ytitle: str, lines: Sequence[dict] = ()) -> go.Figure:
@@ -81,11 +98,11 @@ def tokens_per_turn(run_or_records, window: int | None = None, trigger: int | No
     ``events`` — ``(call index, label)`` pairs, such as ``trace.compaction_marks(run)`` — are
     marked on the "seen" line at the first call that saw each compacted view. Notebook 01."""
     records = _records(run_or_records)
-    x = [r.index for r in records]
+    x = _Flat(r.index for r in records)
     traces = [
-        {"type": "scatter", "x": x, "y": [r.stored for r in records], "name": "stored (state)",
+        {"type": "scatter", "x": x, "y": _Flat(r.stored for r in records), "name": "stored (state)",
          "mode": "lines", "line": {"dash": "dot", "color": "#888"}},
-        {"type": "scatter", "x": x, "y": [r.seen for r in records], "name": "seen by the model",
+        {"type": "scatter", "x": x, "y": _Flat(r.seen for r in records), "name": "seen by the model",
          "mode": "lines+markers", "line": {"color": "#EF553B"}}]
     failed = [r for r in records if r.error]
     if failed:
@@ -116,8 +133,9 @@ def _events(records: list[CallRecord], events) -> dict:
         if not (isinstance(mark, (tuple, list)) and len(mark) == 2 and mark[0] in by_index):
             raise ValueError(f"events must be (call index, label) pairs naming a recorded call; "
                              f"item {i} is {mark!r}")
-    return {"type": "scatter", "x": [i for i, _ in marks], "y": [by_index[i].seen for i, _ in marks],
-            "name": "compaction", "mode": "markers", "hovertext": [str(label) for _, label in marks],
+    return {"type": "scatter", "x": _Flat(i for i, _ in marks),
+            "y": _Flat(by_index[i].seen for i, _ in marks),
+            "name": "compaction", "mode": "markers", "hovertext": _Flat(str(label) for _, label in marks),
             "marker": {"symbol": "triangle-down", "size": 13, "color": _COLORS["summary"],
                        "line": {"color": "black", "width": 1}}}
 

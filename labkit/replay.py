@@ -28,6 +28,7 @@ from labkit.model import summary_facts
 from labkit.scenario import needle
 from labkit.summarize import Event, SummarizeMiddleware, archive_path, next_fold, summary_message
 from labkit.summarize.archive import conversation_key, section_of
+from labkit.summarize.policy import should_compact
 from labkit.tokens import PRICES, TOKENS_PER_MESSAGE, TokenCounter, cost, message_text
 from labkit.trace import KINDS, MESSAGE_KINDS, CallRecord, compaction_marks, kind_of
 
@@ -219,11 +220,11 @@ class _Session:
     summary_in: int = 0
     summary_out: int = 0
     overflow: int | None = None  # the first call that went over the window
+    cut: int = 0  # the last event's cut (0 before any)
 
     def request(self, i: int, n: int) -> int:
         """The tokens call ``i`` sends with ``n`` messages in state, under the current event."""
-        cut = self.events[-1].cut if self.events else 0
-        return self.t.fixed[i] + self.summary_tokens + self.t.prefix[n] - self.t.prefix[cut]
+        return self.t.fixed[i] + self.summary_tokens + self.t.prefix[n] - self.t.prefix[self.cut]
 
     def tokens(self, message: BaseMessage) -> int:
         """BPE tokens of a message in view: a recorded one's count, or the current summary's."""
@@ -232,11 +233,15 @@ class _Session:
             return self.summary_tokens  # the last event's summary, counted by pieces (carried)
         return self.t.tokens(message) if n is None else n
 
-    def compact(self, i: int, n: int, reason: str) -> bool:
-        """Ask the middleware's decision; on a fold, add its event. Did it compact?"""
-        p = self.policy
-        planned = next_fold(_Prefix(self.t.messages, n), self.events, self.request(i, n), trigger=p.trigger,
-                            keep=p.keep, window=p.window, count=self.tokens, forced=reason == "overflow")
+    def compact(self, i: int, n: int, reason: str, request: int) -> bool:
+        """Ask the middleware's decision (``request``: the call's tokens now); on a fold, add its
+        event. Did it compact?"""
+        p, forced = self.policy, reason == "overflow"
+        in_view = n - self.cut + 1 if self.events else n
+        if not forced and not should_compact(request, in_view, p.trigger, p.window):
+            return False  # next_fold's own first test, before it builds the view (most calls)
+        planned = next_fold(_Prefix(self.t.messages, n), self.events, request, trigger=p.trigger,
+                            keep=p.keep, window=p.window, count=self.tokens, forced=forced)
         if planned is None:
             return False
         last = self.events[-1] if self.events else None
@@ -246,41 +251,44 @@ class _Session:
         event = Event(cut=planned.absolute, summary=text, archive=self.path, created_at=n, number=number,
                       reason=reason, section=section_of(self.t.conversation, number))
         self.events.append(event)
+        self.cut = event.cut
         self.event_calls.append(i)
         self.event_records.append(len(self.records))  # the next record is the first to see its view
         self.summary_tokens = carried(self.t, event) + TOKENS_PER_MESSAGE
         return True
 
-    def record(self, i: int, n: int, error: str | None = None) -> int:
-        """Record call ``i`` as the Recorder would; the tokens it sent."""
-        t, tokens = self.t, self.request(i, n)
-        cut = self.events[-1].cut if self.events else 0
+    def record(self, i: int, n: int, tokens: int, error: str | None = None) -> None:
+        """Record call ``i`` as the Recorder would (``tokens``: what it sent)."""
+        t, cut = self.t, self.cut
         by = dict.fromkeys(KINDS, 0)
         by["system"], by["tools"] = t.system[i], t.fixed[i] - t.system[i]
         for k in MESSAGE_KINDS:
-            by[k] = t.by_kind[k][n] - t.by_kind[k][cut]
-        by["summary"] += self.summary_tokens if self.events else 0
+            prefix = t.by_kind[k]
+            by[k] = prefix[n] - prefix[cut]
+        by["summary"] += self.summary_tokens
         out = 0 if error else t.outputs[i]
         self.records.append(CallRecord(
             index=len(self.records), turn=t.turns[i], stored=t.prefix[n], seen=tokens, by_kind=by,
             messages_stored=n, messages_seen=n - cut + (1 if self.events else 0), output_tokens=out,
             cost=0.0 if error else cost(tokens, out, self.price), error=error,
             tool_calls=[] if error else t.tool_calls[i]))
-        return tokens
 
     def call(self, i: int, n: int) -> bool:
         """One model call as SummarizeMiddleware makes it: compact past the trigger; over the
         window, record the refusal, compact once more and retry once. Did the run survive?"""
-        self.compact(i, n, "trigger")
-        if self.request(i, n) > self.window:
+        request = self.request(i, n)
+        if self.compact(i, n, "trigger", request):
+            request = self.request(i, n)
+        if request > self.window:
             self.overflow = i if self.overflow is None else self.overflow
-            self.record(i, n, _overflow_error(self.request(i, n), self.window))
-            if not self.compact(i, n, "overflow"):
+            self.record(i, n, request, _overflow_error(request, self.window))
+            if not self.compact(i, n, "overflow", request):
                 return False
-            if self.request(i, n) > self.window:
-                self.record(i, n, _overflow_error(self.request(i, n), self.window))
+            request = self.request(i, n)
+            if request > self.window:
+                self.record(i, n, request, _overflow_error(request, self.window))
                 return False
-        self.record(i, n)
+        self.record(i, n, request)
         return True
 
 
@@ -310,7 +318,8 @@ def replay(run: Any, *, trigger: tuple | None = None, keep: tuple | None = None,
     policy = _knobs(trigger, keep, window, profile)
     if isinstance(price, str) and price not in PRICES:
         raise ValueError(f"unknown price {price!r}: choose one of {sorted(PRICES)}")
-    s = _Session(t, policy, window, price, keep_figures, archive_path(thread_id) if archive else None)
+    rates = PRICES[price] if isinstance(price, str) else price  # looked up once, not per call
+    s = _Session(t, policy, window, rates, keep_figures, archive_path(thread_id) if archive else None)
     seen: list[int] = []
     died_at = None
     for i, n in enumerate(t.calls):

@@ -31,6 +31,25 @@ def _cell(value: Any) -> str:
     return str(value)
 
 
+_NONE = object()  # a row without the column: an empty cell, left-aligned
+
+
+def _td(value: Any) -> str:
+    """One HTML cell: a number right-aligned (a plain int, float or bool's text has nothing to
+    escape: a slider's events table is mostly numbers), anything else left-aligned and escaped."""
+    kind = type(value)
+    if kind is int:
+        return f"<td style='text-align:right'>{value:,}</td>"
+    if kind is str:
+        return f"<td style='text-align:left'>{html.escape(value)}</td>"
+    if kind is float or kind is bool:
+        return f"<td style='text-align:right'>{_cell(value)}</td>"
+    if value is _NONE:
+        return "<td style='text-align:left'></td>"
+    align = "right" if isinstance(value, (int, float)) else "left"
+    return f"<td style='text-align:{align}'>{html.escape(_cell(value))}</td>"
+
+
 class Table:
     """Rows of dicts, shown as an HTML table in Jupyter and as aligned text elsewhere. Notebook 01."""
 
@@ -49,11 +68,8 @@ class Table:
 
     def _repr_html_(self) -> str:
         head = "".join(f"<th>{html.escape(c)}</th>" for c in self.columns)
-        body = "".join(
-            "<tr>" + "".join(
-                f"<td style='text-align:{'right' if isinstance(r.get(c), (int, float)) else 'left'}'>"
-                f"{html.escape(_cell(r.get(c, '')))}</td>" for c in self.columns) + "</tr>"
-            for r in self.rows)
+        body = "".join("<tr>" + "".join(_td(r.get(c, _NONE)) for c in self.columns) + "</tr>"
+                       for r in self.rows)
         return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
     def __str__(self) -> str:

@@ -164,3 +164,23 @@ def test_empty_is_a_valid_figure_with_only_its_title():
     fig = plots.empty("Not a valid setting: keep")
     assert not fig.data and fig.layout.title.text == "Not a valid setting: keep"
     assert go.Figure(fig.to_dict()).to_dict() == fig.to_dict(), "every property is one plotly accepts"
+
+
+def test_tokens_per_turn_holds_plain_lists_as_a_figure_built_from_lists_does(overflow_128k, monkeypatch):
+    """The per-call values are handed to plotly as ``_Flat`` lists, and the template as a
+    ``_Pickled`` dict (each copied at once when plotly deep-copies them): the figure holds plain
+    lists and a plain template of its own, equal to one built from plain lists and dicts."""
+    import copy
+
+    marks = [(r.index, f"mark {r.index}") for r in overflow_128k.records[::5]]
+    fig = plots.tokens_per_turn(overflow_128k, window=128_000, trigger=100_000, events=marks)
+    values = [v for trace in fig._data for v in trace.values() if isinstance(v, list)]
+    assert len(values) >= 6 and all(type(v) is list for v in values), "no _Flat left in the figure"
+    template = fig._layout["template"]
+    assert type(template) is dict and template == copy.deepcopy(dict(plots._WHITE)), "the template, copied"
+    assert template["layout"] is not plots._WHITE["layout"], "a copy of its own"
+    monkeypatch.setattr(plots, "_Flat", list)
+    monkeypatch.setattr(plots, "_WHITE", dict(plots._WHITE))
+    plain = plots.tokens_per_turn(overflow_128k, window=128_000, trigger=100_000, events=marks)
+    assert fig.to_dict() == plain.to_dict() and fig._data == plain._data, "the same figure"
+    assert fig._layout == plain._layout, "the same layout"

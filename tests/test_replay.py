@@ -337,3 +337,23 @@ def test_summary_messages_are_counted_as_a_whole_would_be(archive):
                 assert head[0] == counter.text(rs.xml_text(message)), event.number
                 checked += 1
     assert checked > 10, "re-folds were checked"
+
+
+def test_split_pieces_is_the_pieces_regex_split():
+    """``split_pieces`` (newline search) splits every text the replay counts exactly as ``PIECES``
+    does: each summary, each summary message and its XML, each recorded message, and edge cases."""
+    from labkit import _replay_summary as rs
+    from labkit.summarize import summary_message
+    from labkit.tokens import message_text
+
+    traj = trajectory(synthetic_run(60))
+    texts = ["", "\n", "\n\n", "a", "a\n", "a\nb", "a\n b", "a\n/b", "a\n\nb", "\nx", "x\n\n/y\nz\n",
+             "\t\n\r\nq"]
+    texts += [rs.xml_text(m) for m in traj.messages] + [message_text(m) for m in traj.messages]
+    for trigger, keep in [(0.3, 0.02), (0.5, 0.1), (0.7, 0.05)]:
+        for event in replay(traj, trigger=("fraction", trigger), keep=("fraction", keep)).events:
+            message = summary_message(event)
+            texts += [event.summary, message_text(message), rs.xml_text(message)]
+    assert len(texts) > 200, len(texts)
+    for text in texts:
+        assert rs.split_pieces(text) == rs.PIECES.split(text), repr(text[:80])

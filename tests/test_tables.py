@@ -60,3 +60,33 @@ def test_a_table_shows_rows_as_text_and_html():
     assert t.column("share") == [None, 0.25]
     with pytest.raises(KeyError, match="no column 'cost'"):
         t.column("cost")
+
+
+def test_html_cells_are_what_escaping_every_cell_gives():
+    """``_repr_html_`` escapes only cells whose text can need it (not a plain int, float or bool):
+    the HTML is what escaping and aligning every cell gives, for every kind of value, a missing
+    column included."""
+    import html
+    from enum import IntEnum
+
+    from labkit.tables import _cell
+
+    class Level(IntEnum):
+        LOW = 1
+
+    class Odd(int):
+        def __format__(self, spec):
+            return "<&>"
+
+    values = [0, -1_234_567, 3.5, -0.000123, 12_345.678, float("nan"), float("inf"), True, False, None,
+              "", "a<b & 'c' \"d\"", "plain", Level.LOW, Odd(5), b"x", [1, "<"], 2**70]
+    rows = [{"a": v, "b": w} for v in values for w in values[::3]] + [{"a": 1}, {"b": "<x>"}, {}]
+    t = table(rows, columns=["a", "b", "c"])
+
+    def reference(r, c):  # the former cell: every value aligned by its type and escaped
+        return (f"<td style='text-align:{'right' if isinstance(r.get(c), (int, float)) else 'left'}'>"
+                f"{html.escape(_cell(r.get(c, '')))}</td>")
+
+    body = "".join("<tr>" + "".join(reference(r, c) for c in t.columns) + "</tr>" for r in t.rows)
+    head = "".join(f"<th>{c}</th>" for c in t.columns)
+    assert t._repr_html_() == f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
