@@ -158,7 +158,18 @@ def test_running_measure_follows_every_kind_of_change():
     same(h, [t.model_copy(update={"description": t.description + " more"}) for t in tools])  # other words
     same(h, [t.model_copy(update={"name": t.name + "_v2"}) for t in tools])  # other names
     same(h, tools)
+    same(h, tools)  # the very tools again
+    same(h, tools[::-1])  # the same tools in another order
+    same(h, tools[1:])  # one fewer
+    same(h, [*tools, tools[0].model_copy(update={"name": "again"})])  # one more
+    same(h, tools)
     tools[0].description = tools[0].description + " Also more words here."  # edited in place
+    same(h)
+    other = type("Other", (StructuredTool,), {})(name=tools[1].name, description=tools[1].description,
+                                                   args_schema=tools[1].args_schema, func=lambda **kw: "")
+    same(h, [tools[0], other])  # another class with the same fields
+    same(h, [tools[0], other.model_copy(update={"args_schema": tools[0].args_schema})])  # other arguments
+    tools[1].args_schema = tools[0].args_schema  # another argument class, in place
     same(h)
     schema = {"type": "function", "function": {"name": "f", "description": "d", "parameters": {}}}
     same(h, [schema])
