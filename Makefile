@@ -156,5 +156,5 @@ lock: $(TOOLS)/.uv-$(UV_VERSION)
 	  --output-file binder/requirements.txt
 
 clean:
-	rm -rf $(TOOLS) $(VENV) .pytest_cache .hypothesis .benchmarks
+	rm -rf $(TOOLS) $(VENV) .pytest_cache .hypothesis .benchmarks .ruff_cache build/book
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +

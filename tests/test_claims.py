@@ -68,3 +68,21 @@ def test_a_middleware_that_changes_nothing_hands_the_request_on_unchanged(make):
     request, seen = _small_request(), []
     make().wrap_model_call(request, lambda r: seen.append(r) or AIMessage("ok"))
     assert seen == [request] and seen[0] is request, "nothing to offload or fold: the very request goes on"
+
+
+# --- README, quick start: what `make clean` removes, and what it keeps -----------------------------
+
+@pytest.mark.skipif(MAKE is None, reason="needs make")
+def test_make_clean_removes_the_environment_the_caches_and_the_book_and_keeps_the_course(tmp_path):
+    shutil.copy(ROOT / "Makefile", tmp_path / "Makefile")
+    made = [".tools/uv", ".venv/bin/python", ".pytest_cache/v", ".hypothesis/x", ".ruff_cache/x",
+            "build/book/index.html", "labkit/__pycache__/x.pyc"]
+    kept = ["notebooks/01_x.ipynb", "labkit/x.py", "README.md"]
+    for name in made + kept:
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text("x")
+    outer = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL")}
+    subprocess.run([MAKE, "--no-print-directory", "clean"], cwd=tmp_path, env=outer, capture_output=True,
+                   check=True)
+    assert [n for n in made if (tmp_path / n).exists()] == [], "make clean removes what setup and tests made"
+    assert [n for n in kept if not (tmp_path / n).exists()] == [], "make clean keeps the course itself"
