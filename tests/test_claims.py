@@ -86,3 +86,29 @@ def test_make_clean_removes_the_environment_the_caches_and_the_book_and_keeps_th
                    check=True)
     assert [n for n in made if (tmp_path / n).exists()] == [], "make clean removes what setup and tests made"
     assert [n for n in kept if not (tmp_path / n).exists()] == [], "make clean keeps the course itself"
+
+
+# --- README, quick start: later runs "re-sync only when uv.lock or pyproject.toml changes" ---------
+
+@pytest.mark.skipif(MAKE is None, reason="needs make")
+@pytest.mark.parametrize("newer", [None, "uv.lock", "pyproject.toml"])
+def test_lab_test_and_bench_sync_the_environment_only_when_the_lock_or_the_project_changed(tmp_path, newer):
+    for name in ("Makefile", "uv.lock", "pyproject.toml", "scripts/jupyterlab_overrides.json"):
+        (tmp_path / name).parent.mkdir(exist_ok=True)
+        shutil.copy(ROOT / name, tmp_path / name)
+    uv_version = re.search(r"^UV_VERSION := (\S+)", (ROOT / "Makefile").read_text(), re.M).group(1)
+    stamps = [tmp_path / ".tools" / f".uv-{uv_version}", tmp_path / ".venv" / ".labkit-synced"]
+    for stamp in stamps:
+        stamp.parent.mkdir(parents=True, exist_ok=True)
+        stamp.write_text("")
+    os.utime(tmp_path / "uv.lock", (1_000_000, 1_000_000))
+    os.utime(tmp_path / "pyproject.toml", (1_000_000, 1_000_000))
+    os.utime(stamps[1], (2_000_000, 2_000_000))
+    if newer:
+        os.utime(tmp_path / newer, (3_000_000, 3_000_000))
+    outer = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL")}
+    for goal in ("lab", "test", "bench"):
+        plan = subprocess.run([MAKE, "--no-print-directory", "-n", goal], cwd=tmp_path, env=outer,
+                              capture_output=True, text=True, check=True).stdout
+        synced = "sync --frozen" in plan
+        assert synced == bool(newer), f"make {goal} syncs .venv only after uv.lock or pyproject.toml changed"
