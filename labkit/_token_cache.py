@@ -177,9 +177,11 @@ class ToolTokens:
     deepagents agent on the running example take ~2 ms to convert and count, ~0.1 ms from here
     (about 20x), even when they were rebuilt for a new run.
 
-    Three kinds of key, tagged so they never meet:
+    Four kinds of key, tagged so they never meet:
 
     * ``("schema", encoding, JSON)`` — a schema dict (``{"function": ...}``), by its content;
+    * ``("dict", encoding, JSON)`` — any other dict langchain converts (a bare JSON schema), by its
+      content, so an edit in place is counted afresh;
     * ``("shape", encoding, tool_shape(tool))`` — a plain LangChain tool, by what determines its
       schema, so the same tool rebuilt for the next run is a hit;
     * ``("object", encoding, id(tool))`` — any other tool, by identity; the entry holds the tool,
@@ -197,6 +199,8 @@ class ToolTokens:
     def key(tool: Any, encoding_name: str) -> tuple:
         if isinstance(tool, dict) and "function" in tool:
             return "schema", encoding_name, json.dumps(tool["function"], sort_keys=True)
+        if isinstance(tool, dict):  # another schema format langchain converts: by content too
+            return "dict", encoding_name, json.dumps(tool, sort_keys=True, default=repr)
         shape = tool_shape(tool)
         return ("shape", encoding_name, shape) if shape else ("object", encoding_name, id(tool))
 

@@ -175,6 +175,10 @@ def test_running_measure_follows_every_kind_of_change():
     same(h, [schema])
     schema["function"]["description"] = "a much longer description of what f does"  # in place
     same(h, [schema])
+    bare = {"name": "g", "description": "d", "parameters": {"type": "object", "properties": {}}}
+    same(h, [bare])  # a JSON schema without the "function" wrapper, which langchain converts
+    bare["description"] = "a much longer description of what g does, edited in place"
+    same(h, [bare])
     same([], [])
 
 
