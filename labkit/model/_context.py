@@ -22,7 +22,9 @@ from labkit.tokens import message_text
 
 __all__ = ["KPI", "PATHS", "View", "active_task", "is_summary_prompt", "plain", "read_view"]
 
-PATHS = re.compile(r"(/(?:large_tool_results|conversation_history|reports|research)/[^\s'\"<>`),;]+)")
+# a path ends at a backslash too: in a tool call's JSON arguments the text after it is an escape
+# ("….md\\n\\nRead"), and a path read with it grew by one escaping on every call
+PATHS = re.compile(r"(/(?:large_tool_results|conversation_history|reports|research)/[^\s'\"<>`),;\\]+)")
 KPI = re.compile(r"kpi,([A-Z]{4}),(\w+),([\d.]+%?)")
 
 

@@ -23,7 +23,8 @@ COMMON = frozenset(
     "of on or please set show some tell that the this to tool use what when where which who why "
     "will with you your".split()
 )
-QUOTED = re.compile(r"'([^']+)'|\"([^\"]+)\"|“([^”]+)”|「([^」]+)」")
+# a single quote opens and closes only outside a word: the apostrophe of "user's" quotes nothing
+QUOTED = re.compile(r"(?<!\w)'([^']+)'(?!\w)|\"([^\"]+)\"|“([^”]+)”|「([^」]+)」")
 PHRASE = re.compile(r"\b[A-Z][\w'-]*(?:(?:,\s+|\s+)[A-Z][\w'-]*)*")  # "San Francisco, CA"
 NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
 

@@ -29,6 +29,7 @@ from pydantic import BaseModel
 from labkit import prompts, scenario
 from labkit.model import InvalidHistoryError, LabModel
 from labkit.model import lab_summary as summarize
+from labkit.offload import OffloadMiddleware
 from labkit.tokens import count_tokens, tool_schema_tokens
 from tests.conftest import ai_call, assert_snapshot, called, fetched, news
 
@@ -593,3 +594,24 @@ def test_a_new_lab_model_on_an_existing_thread_loses_no_message():
         agent.invoke({"messages": [HumanMessage(f"hello {i}")]}, config)
     stored = agent.get_state(config).values["messages"]
     assert [m.type for m in stored] == ["human", "ai", "human", "ai"]
+
+
+def test_a_path_read_from_a_tool_calls_json_ends_where_an_escape_begins():
+    """A tool call's arguments are in the view as JSON: "….md\\n\\nRead" must give the path alone,
+    or the model greps a path that is not there, and the next call's JSON escapes it again."""
+    from labkit.model._context import PATHS  # the rule itself: what the lab model calls a path
+
+    text = json.dumps({"path": "/conversation_history/message-1.md\n\nRead it"})
+    assert PATHS.findall(text) == ["/conversation_history/message-1.md"]
+
+
+def test_a_pasted_request_hidden_from_the_preview_does_not_loop_the_needle_search():
+    """head_lines=0 keeps the pasted request out of its stub; the three turns still end, and every
+    grep names a file that exists (a path once grew by an escape per call until the run overflowed)."""
+    model = LabModel(window=128_000)
+    run = scenario.run(model, middleware=[OffloadMiddleware(head_lines=0)],
+                       turns=(scenario.with_transcript(), *scenario.TURNS[1:]))
+    paths = [c["args"]["path"] for m in run.messages for c in getattr(m, "tool_calls", None) or []
+             if c["name"] == "grep" and "path" in c["args"]]
+    assert run.error is None, run.error
+    assert paths and all(p in run.files for p in paths), paths

@@ -81,3 +81,11 @@ def test_ties_go_to_the_first_bound_tool_and_common_words_never_match():
     assert named_tool("get the location of it", schemas)["function"]["name"] == "get_weather"
     assert named_tool("what is this for", schemas) is None
     assert prose_args(schemas[0], "weather", lambda n, p: f"<{n}>") == {"location": "<location>"}
+
+
+def test_an_apostrophe_inside_a_word_quotes_nothing():
+    schema = convert_to_openai_tool(get_weather)
+    unknown = lambda name, prop: "?"  # noqa: E731 — the placeholder for an argument the prompt lacks
+    quoted = prose_args(schema, "Check the user's notes for 'Lyon, FR' today", unknown)
+    assert quoted == {"location": "Lyon, FR"}
+    assert prose_args(schema, "the user's and the team's weather", unknown) == {"location": "?"}, "no quote"
