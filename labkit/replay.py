@@ -28,7 +28,7 @@ from labkit.model import summary_facts
 from labkit.scenario import needle
 from labkit.summarize import Event, SummarizeMiddleware, archive_path, next_fold, summary_message
 from labkit.summarize.archive import conversation_key, section_of
-from labkit.summarize.policy import should_compact
+from labkit.summarize.policy import fold_due
 from labkit.tokens import PRICES, TOKENS_PER_MESSAGE, TokenCounter, cost, message_text
 from labkit.trace import KINDS, MESSAGE_KINDS, CallRecord, compaction_marks, kind_of
 
@@ -237,9 +237,8 @@ class _Session:
         """Ask the middleware's decision (``request``: the call's tokens now); on a fold, add its
         event. Did it compact?"""
         p, forced = self.policy, reason == "overflow"
-        in_view = n - self.cut + 1 if self.events else n
-        if not forced and not should_compact(request, in_view, p.trigger, p.window):
-            return False  # next_fold's own first test, before it builds the view (most calls)
+        if not fold_due(n, self.events[-1] if self.events else None, request, p.trigger, p.window, forced):
+            return False  # next_fold's own first test, asked before its view is built (most calls)
         planned = next_fold(_Prefix(self.t.messages, n), self.events, request, trigger=p.trigger,
                             keep=p.keep, window=p.window, count=self.tokens, forced=forced)
         if planned is None:

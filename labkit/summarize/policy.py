@@ -33,6 +33,7 @@ __all__ = [
     "cut_point",
     "defaults",
     "events_of",
+    "fold_due",
     "next_fold",
     "safe_cut",
     "should_compact",
@@ -80,6 +81,15 @@ def should_compact(tokens: int, n_messages: int, trigger: tuple, window: int | N
         return n_messages >= trigger[1]
     threshold = size_threshold(trigger, window)
     return threshold is not None and tokens >= threshold
+
+
+def fold_due(n_messages: int, last: Event | None, request_tokens: int, trigger: tuple,
+             window: int | None, forced: bool = False) -> bool:
+    """:func:`next_fold`'s first test, on ``n_messages`` in state under the ``last`` event: the
+    messages in view are the summary and those from its cut on. ``labkit.replay`` asks it before
+    it builds a view for ``next_fold`` (most calls stop here)."""
+    in_view = n_messages - last.cut + 1 if last else n_messages
+    return forced or should_compact(request_tokens, in_view, trigger, window)
 
 
 def safe_cut(messages: Sequence[BaseMessage], cut: int) -> int:
@@ -158,8 +168,7 @@ def next_fold(messages: Sequence[BaseMessage], events: Sequence[Event], request_
     ``labkit.replay`` both ask this function, so the two cannot drift apart. Notebook 07.
     """
     last = events[-1] if events else None
-    in_view = len(messages) - last.cut + 1 if last else len(messages)
-    if not forced and not should_compact(request_tokens, in_view, trigger, window):
+    if not fold_due(len(messages), last, request_tokens, trigger, window, forced):
         return None
     shown = view(messages, last)
     start = 1 if last else 0
