@@ -37,12 +37,7 @@ _NONE = object()  # a row without the column: an empty cell, left-aligned
 def _td(value: Any) -> str:
     """One HTML cell: a number right-aligned (a plain int, float or bool's text has nothing to
     escape: a slider's events table is mostly numbers), anything else left-aligned and escaped."""
-    kind = type(value)
-    if kind is int:
-        return f"<td style='text-align:right'>{value:,}</td>"
-    if kind is str:
-        return f"<td style='text-align:left'>{html.escape(value)}</td>"
-    if kind is float or kind is bool:
+    if type(value) in (int, float, bool):
         return f"<td style='text-align:right'>{_cell(value)}</td>"
     if value is _NONE:
         return "<td style='text-align:left'></td>"
