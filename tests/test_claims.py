@@ -19,12 +19,17 @@ ROOT = Path(__file__).resolve().parents[1]
 MAKE = shutil.which("make")
 
 
+def _as_typed() -> dict[str, str]:
+    """The environment of a make typed at a prompt: under `make test` the outer make's flags would
+    reach it (its `-n`, its "Entering directory" lines)."""
+    return {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL")}
+
+
 # --- README, quick start: what `make lab` adds to the server's command line ----------------------
 
 def _lab_command(tmp_path: Path, *, uid: str, display: str) -> list[str]:
     """Run make lab's own recipe (from `make -n`) with `jupyter lab` replaced by a printout of its options."""
-    # as if typed at a prompt: under `make test` the outer make's flags would reach this one
-    outer = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL")}
+    outer = _as_typed()
     plan = subprocess.run([MAKE, "--no-print-directory", "-n", "-B", "lab", "LAB_ARGS=--port=9999"],
                           cwd=ROOT, env=outer, capture_output=True, text=True, check=True).stdout
     recipe = plan[plan.rindex('flags="--ip='):]
@@ -81,7 +86,7 @@ def test_make_clean_removes_the_environment_the_caches_and_the_book_and_keeps_th
     for name in made + kept:
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / name).write_text("x")
-    outer = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL")}
+    outer = _as_typed()
     subprocess.run([MAKE, "--no-print-directory", "clean"], cwd=tmp_path, env=outer, capture_output=True,
                    check=True)
     assert [n for n in made if (tmp_path / n).exists()] == [], "make clean removes what setup and tests made"
@@ -106,7 +111,7 @@ def test_lab_test_and_bench_sync_the_environment_only_when_the_lock_or_the_proje
     os.utime(stamps[1], (2_000_000, 2_000_000))
     if newer:
         os.utime(tmp_path / newer, (3_000_000, 3_000_000))
-    outer = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL")}
+    outer = _as_typed()
     for goal in ("lab", "test", "bench"):
         plan = subprocess.run([MAKE, "--no-print-directory", "-n", goal], cwd=tmp_path, env=outer,
                               capture_output=True, text=True, check=True).stdout
