@@ -100,6 +100,18 @@ def truncate_args(messages: Sequence[BaseMessage], protect_from: int,
     return out
 
 
+def _shortenable(messages: Sequence[BaseMessage], max_length: int) -> bool:
+    """Does any ``write_file`` / ``edit_file`` call in ``messages`` have a string argument longer
+    than ``max_length`` (something :func:`truncate_args` could shorten)?"""
+    for m in messages:
+        if isinstance(m, AIMessage) and m.tool_calls:
+            for tc in m.tool_calls:
+                if tc["name"] in TRUNCATED_TOOLS and any(isinstance(v, str) and len(v) > max_length
+                                                         for v in (tc.get("args") or {}).values()):
+                    return True
+    return False
+
+
 def _protect_from(messages: Sequence[BaseMessage], keep: tuple, window: int | None,
                   counter: TokenCounter) -> int:
     """Index of the first message in the protected recent window."""
@@ -297,8 +309,8 @@ class OffloadMiddleware(AgentMiddleware):
         messages given are not changed. Notebook 05."""
         out = [self._human_view(m) if isinstance(m, HumanMessage) and m.additional_kwargs.get(OFFLOADED)
                else m for m in messages]
-        if self.args_trigger is None:
-            return out
+        if self.args_trigger is None or not _shortenable(out, self.arg_max_length):
+            return out  # no argument long enough to shorten: the request's size does not matter
         window = window or self.window
         threshold = size_threshold(self.args_trigger, window)
         if threshold is None:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from operator import attrgetter, is_
 from typing import Any
 
 from langchain.agents.middleware import AgentMiddleware, ModelRequest
@@ -29,6 +30,7 @@ __all__ = ["KINDS", "MESSAGE_KINDS", "CallRecord", "Recorder", "Request", "Runni
 MESSAGE_KINDS = ("human", "ai", "tool", "summary")  # the kinds a message in state can be
 KINDS = ("system", "tools", *MESSAGE_KINDS)  # the slices of one request
 _KIND_INDEX = {k: i for i, k in enumerate(KINDS)}
+_TOOL_FIELDS = attrgetter("name", "description", "args_schema")
 
 
 def kind_of(message: BaseMessage) -> str:
@@ -118,6 +120,8 @@ class RunningMeasure:
         self._seen: list[tuple] = []  # (message, content, tool_calls, additional_kwargs), last list
         self._sums: list[tuple[int, ...]] = [(0,) * len(KINDS)]  # [i]: totals by kind of seen[:i]
         self._tools: list[tuple] = []  # (tool, name, description, args_schema, tokens) of the last call
+        self._tool_keys: list[tuple] | None = None  # _plain_keys of the last call's tools
+        self._tool_total = 0
 
     def messages(self, messages: Sequence[BaseMessage]) -> tuple[int, ...]:
         """Tokens of ``messages`` by kind, in the order of ``KINDS`` (``tools`` is 0)."""
@@ -152,6 +156,9 @@ class RunningMeasure:
     def _tools_total(self, tools: Sequence[Any]) -> int:
         """Tokens of the tool schemas; a tool of the last call, unchanged, or a copy of it at the same
         place (the same class, name, description and argument class), is not looked up."""
+        keys = _plain_keys(tools)
+        if keys is not None and keys == self._tool_keys:  # every tool as last call: the same total
+            return self._tool_total
         last, now, total = self._tools, [], 0
         for i, t in enumerate(tools):
             if isinstance(t, dict):  # a schema dict may be edited in place: always looked up
@@ -166,8 +173,24 @@ class RunningMeasure:
                 n = old[4] if kept else self.counter.tool(t)
                 now.append((t, name, description, schema, n))
             total += n
-        self._tools = now
+        self._tools, self._tool_keys, self._tool_total = now, keys, total
         return total
+
+
+def _plain_keys(tools: Sequence[Any]) -> list[tuple] | None:
+    """``(class, name, description, argument class)`` of each tool, when every tool is of the plain
+    shape ``_same_shape`` accepts (``None`` otherwise: a schema dict, a tool without those fields,
+    an argument schema that is not a pydantic class). Equal keys, equal schemas: a copy of a tool
+    (deepagents copies its file tools for every call) costs a tuple here, not a lookup."""
+    try:
+        keys = [(type(t), *_TOOL_FIELDS(t)) for t in tools]
+    except AttributeError:  # a schema dict, or a tool without a name, description or args_schema
+        return None
+    for _, name, description, schema in keys:
+        if not (isinstance(name, str) and isinstance(description, str)
+                and isinstance(getattr(schema, "model_fields", None), dict)):
+            return None
+    return keys
 
 
 def _same_shape(old: Any, tool: Any, name: Any, description: Any, schema: Any) -> bool:
@@ -255,16 +278,22 @@ class Recorder(AgentMiddleware):
     def _before(self, request: ModelRequest) -> CallRecord:
         stored_msgs = list(request.state.get("messages", []))
         messages, tools = list(request.messages), list(request.tools or [])
-        by = self._seen(messages, request.system_message, tools)
+        system = request.system_message
+        by = self._seen(messages, system, tools)
+        if len(stored_msgs) == len(messages) and all(map(is_, stored_msgs, messages)):
+            # the very messages just measured: their sum, without measuring them again
+            stored = sum(by.values()) - by["tools"] - (0 if system is None else self.counter.message(system))
+        else:
+            stored = sum(self._stored.messages(stored_msgs))
         rec = CallRecord(
             index=len(self.records),
             turn=max(len(self.turns) - 1, 0),
-            stored=sum(self._stored.messages(stored_msgs)),
+            stored=stored,
             seen=sum(by.values()),
             by_kind=by,
             messages_stored=len(stored_msgs),
             messages_seen=len(messages),
-            request=Request(messages, request.system_message, tools) if self.keep_requests else None,
+            request=Request(messages, system, tools) if self.keep_requests else None,
         )
         self.records.append(rec)
         return rec

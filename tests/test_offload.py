@@ -22,7 +22,7 @@ from langchain_core.exceptions import ContextOverflowError
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langgraph.types import Command
 
-from labkit import LabModel, count_tokens, scenario
+from labkit import LabModel, count_tokens, offload, scenario
 from labkit.offload import (
     LINE_LIMIT,
     OFFLOADED,
@@ -375,6 +375,23 @@ def test_truncate_args_shortens_only_old_long_file_tool_arguments():
             and "/d1.md" in out[1].tool_calls[0]["args"]["content"])
     assert out[3] is msgs[3] and out[5] is msgs[5]  # short, or protected
     assert msgs[1].tool_calls[0]["args"]["content"] == "z" * 5000  # the input is untouched
+
+
+def _call(name: str, **args) -> AIMessage:
+    return AIMessage("", tool_calls=[{"name": name, "id": f"c-{name}", "args": args}])
+
+
+@pytest.mark.parametrize("history", [
+    [HumanMessage("go")], [*_write(1, 100), *_write(2, 2000)], [*_write(1, 2001)],
+    [_call("edit_file", file_path="/a.md", old_string="x", new_string="y" * 3000)],
+    [_call("grep", pattern="z" * 5000)], [_call("write_file", file_path="/a.md", content=["z" * 5000])],
+    [HumanMessage("z" * 5000), ToolMessage("z" * 5000, tool_call_id="t")],
+])
+def test_the_view_skips_measuring_exactly_when_no_argument_could_be_shortened(history):
+    """``view`` measures the request only if some old argument could be shortened
+    (``offload._shortenable``): it is true exactly when ``truncate_args`` would change something."""
+    changed = truncate_args(history, protect_from=len(history)) != history
+    assert offload._shortenable(history, 2000) is changed
 
 
 def test_old_arguments_are_truncated_in_the_request_only():

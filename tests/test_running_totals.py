@@ -53,8 +53,8 @@ def plain_measure(messages, system=None, tools=None) -> dict[str, int]:
 
 @pytest.fixture
 def checked(monkeypatch):
-    """Every ``RunningMeasure`` result of the test, paired with the plain computation made at the
-    same moment (a later edit cannot hide a wrong total)."""
+    """Every ``RunningMeasure`` result of the test, and every Recorder's ``stored``, paired with the
+    plain computation made at the same moment (a later edit cannot hide a wrong total)."""
     pairs = []
     real_call, real_messages = RunningMeasure.__call__, RunningMeasure.messages
 
@@ -69,8 +69,17 @@ def checked(monkeypatch):
         pairs.append((dict(zip(KINDS, got)), plain))
         return got
 
+    real_before = Recorder._before
+
+    def before(self, request):  # stored may come from seen's sum: checked against the plain count too
+        rec = real_before(self, request)
+        plain = sum(plain_measure(request.state["messages"]).values())
+        pairs.append(({"stored": rec.stored}, {"stored": plain}))
+        return rec
+
     monkeypatch.setattr(RunningMeasure, "__call__", call)
     monkeypatch.setattr(RunningMeasure, "messages", messages)
+    monkeypatch.setattr(Recorder, "_before", before)
     return pairs
 
 
@@ -125,6 +134,17 @@ def test_the_recorded_numbers_equal_the_models_own_on_the_recommended_setting(ch
         agent_calls = [c for c in model.calls if c.kind == "agent"]
         assert [r.seen for r in run.records] == [c.input_tokens for c in agent_calls]
     assert all(got == plain for got, plain in checked)
+
+
+def test_the_recorders_stored_is_the_plain_count_with_a_system_prompt_and_under_deepagents(checked):
+    """The Recorder takes ``stored`` from what it just measured when the request carries the state's
+    very messages; the system prompt is not part of the state, so it must not be in ``stored``."""
+    for harness in ("agent", "deep"):
+        model = LabModel(window=60_000)
+        run = scenario.run(model, middleware=[OffloadMiddleware(), SummarizeMiddleware(model)],
+                           harness=harness, system_prompt="Answer as briefly as the facts allow.")
+        assert run.records and all(r.by_kind["system"] > 0 for r in run.records), "a system prompt is sent"
+    assert checked and all(got == plain for got, plain in checked)
 
 
 def _history():
