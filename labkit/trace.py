@@ -156,9 +156,8 @@ class RunningMeasure:
     def _tools_total(self, tools: Sequence[Any]) -> int:
         """Tokens of the tool schemas; a tool of the last call, unchanged, or a copy of it at the same
         place (the same class, name, description and argument class), is not looked up."""
-        keys = _plain_keys(tools)
-        if keys is not None and keys == self._tool_keys:  # every tool as last call: the same total
-            return self._tool_total
+        if self._tool_keys is not None and _tool_keys(tools) == self._tool_keys:
+            return self._tool_total  # every tool as last call (keys kept only when plain): the same total
         last, now, total = self._tools, [], 0
         for i, t in enumerate(tools):
             if isinstance(t, dict):  # a schema dict may be edited in place: always looked up
@@ -173,7 +172,7 @@ class RunningMeasure:
                 n = old[4] if kept else self.counter.tool(t)
                 now.append((t, name, description, schema, n))
             total += n
-        self._tools, self._tool_keys, self._tool_total = now, keys, total
+        self._tools, self._tool_keys, self._tool_total = now, _plain_keys(tools), total
         return total
 
 
@@ -182,15 +181,19 @@ def _plain_keys(tools: Sequence[Any]) -> list[tuple] | None:
     shape ``_same_shape`` accepts (``None`` otherwise: a schema dict, a tool without those fields,
     an argument schema that is not a pydantic class). Equal keys, equal schemas: a copy of a tool
     (deepagents copies its file tools for every call) costs a tuple here, not a lookup."""
+    keys = _tool_keys(tools)
+    if keys is None or not all(isinstance(name, str) and isinstance(description, str)
+                               and isinstance(getattr(schema, "model_fields", None), dict)
+                               for _, name, description, schema in keys):
+        return None
+    return keys
+
+
+def _tool_keys(tools: Sequence[Any]) -> list[tuple] | None:
     try:
-        keys = [(type(t), *_TOOL_FIELDS(t)) for t in tools]
+        return [(type(t), *_TOOL_FIELDS(t)) for t in tools]
     except AttributeError:  # a schema dict, or a tool without a name, description or args_schema
         return None
-    for _, name, description, schema in keys:
-        if not (isinstance(name, str) and isinstance(description, str)
-                and isinstance(getattr(schema, "model_fields", None), dict)):
-            return None
-    return keys
 
 
 def _same_shape(old: Any, tool: Any, name: Any, description: Any, schema: Any) -> bool:
