@@ -2,7 +2,7 @@
 
 Run it as a plain script (timings are never asserted in the test suite):
 
-    .venv/bin/python bench/bench_overhead.py [--windows 128000,60000,32000] [--repeats 11]
+    .venv/bin/python bench/bench_overhead.py [--windows 128000,60000,32000] [--repeats 21]
 
 Each stack runs the running example as ``labkit.evals.trial`` runs it (``scenario.run``, the three
 user turns, the user re-sending a turn at most twice) on a fresh lab model, for each window:
@@ -361,7 +361,7 @@ def _table(title: str, floor: float, med: dict, samples: dict) -> None:
               f"{m['loop ms/call']:>13.2f}{'yes' if ok else 'NO':>10}")
 
 
-def measure(windows=WINDOWS, repeats: int = 11) -> dict[str, float]:
+def measure(windows=WINDOWS, repeats: int = 21) -> dict[str, float]:
     """Print a table per window and mode; return the worst window's ``middleware_vs_floor`` (cold:
     the floor includes its BPE pass, as issue 12 defines it) and ``loop_vs_deepagents`` (warm),
     and the other mode of each (``..._warm``, ``..._cold``). Each ratio is the median of one ratio
@@ -419,7 +419,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--windows", default=",".join(str(w) for w in WINDOWS),
                         help="comma-separated context windows, in tokens (default: 128000,60000,32000)")
-    parser.add_argument("--repeats", type=int, default=11, help="timed runs per stack and window (>= 5)")
+    parser.add_argument("--repeats", type=int, default=21, help="timed runs per stack and window (>= 5)")
     args = parser.parse_args()
     print(measure([int(w) for w in args.windows.split(",")], args.repeats))
 

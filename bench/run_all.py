@@ -1,6 +1,6 @@
 """Run every benchmark in bench/ and end with one line of this run's figures (``make bench``).
 
-    .venv/bin/python bench/run_all.py [--repeats 11] [--moves 21] [--kernels 5] [--quick]
+    .venv/bin/python bench/run_all.py [--repeats 21] [--moves 21] [--kernels 5] [--quick]
 
 Each benchmark's ``measure(...)`` prints its own tables and returns a dict; this driver runs them
 one after another in this process (``bench_sliders`` also starts ``--kernels`` fresh processes for
@@ -42,7 +42,8 @@ def _fmt(key: str, value: float) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--repeats", type=int, default=11, help="runs per stack and window (>= 5)")
+    parser.add_argument("--repeats", type=int, default=21,
+                        help="bench_overhead's runs per stack and window (>= 5; replay, counting: <= 11)")
     parser.add_argument("--moves", type=int, default=21, help="slider moves per panel (>= 20)")
     parser.add_argument("--kernels", type=int, default=5, help="fresh processes for the first plot (>= 5)")
     parser.add_argument("--quick", action="store_true", help="few repeats: check the driver only")
@@ -53,8 +54,8 @@ def main() -> None:
     steps = [("bench_tokens", lambda: bench_tokens.measure()),
              ("bench_overhead", lambda: bench_overhead.measure(repeats=args.repeats)),
              ("bench_sliders", lambda: bench_sliders.measure(args.moves, args.kernels)),
-             ("bench_replay", lambda: bench_replay.measure(repeats=max(5, args.repeats))),
-             ("bench_counting", lambda: bench_counting.measure(max(3, args.repeats // 2)))]
+             ("bench_replay", lambda: bench_replay.measure(repeats=max(5, min(args.repeats, 11)))),
+             ("bench_counting", lambda: bench_counting.measure(max(3, min(args.repeats, 11) // 2)))]
     for name, run in steps:
         print(f"\n=== {name} ===", flush=True)
         start = time.perf_counter()
