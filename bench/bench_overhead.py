@@ -28,17 +28,22 @@ again, every text's count already known. Two figures:
 
 * ``middleware_vs_floor`` — labkit's middleware CPU per run (the own code of ``OffloadMiddleware``,
   ``SummarizeMiddleware`` and the ``Recorder``: every hook, the summary call's model time excluded)
-  divided by **the floor**: on the same run's messages (the same window, collected from one more
-  run of the same deterministic trajectory with ``Recorder(keep_requests=True)`` and a spy on the raw
-  tool results), one ``labkit.tokens.TokenCounter`` counts each distinct message once — every
-  message of every request, the system messages, the raw tool results before offloading and the
-  final state's messages — and each distinct tool schema is converted (cold: a new instance of it)
-  and counted once; then each model call's request size is summed from those counts (the
-  arithmetic). The ratio is the median over ``--repeats`` of each repeat's labkit run over the
-  mean of a floor measured just before it and one just after.
+  divided by **the floor**, counted in the same run (``floor_inrun``): middleware of its own, with
+  caches of its own, counts each distinct message once — every message of every request, the system
+  message, each raw tool result before offloading — converts each distinct tool schema (a new
+  instance of it) and counts it once, and sums each request's size (the arithmetic). Each repeat
+  makes two cold runs, the floor counting before labkit's hooks in one and after them in the other
+  (whoever counts a text second finds tiktoken's tables warm); the ratio is the median over
+  ``--repeats`` of each repeat's labkit CPU over the floor's, both summed over its two runs. The
+  same floor counted in a tight loop outside the run (``floor_ms``: the run's messages, collected
+  from one more run of the same deterministic trajectory with ``Recorder(keep_requests=True)`` and a
+  spy on the raw tool results) is printed beside it; a ratio to it, taken seconds apart from the
+  run, reads this machine's shifts in speed as overhead (single repeats 0.7-1.6, against
+  0.95-1.15 in the run).
   The line's figure is the cold one: the floor then includes its BPE pass, as issue 12 defines it
   ("one exact BPE pass over each new message plus arithmetic"); the warm one (no BPE on either
-  side: the texts' building, the lookups and the sums) is printed as ``middleware_vs_floor_warm``.
+  side: the texts' building, the lookups and the sums; over the tight-loop floor) is printed as
+  ``middleware_vs_floor_warm``.
 * ``loop_vs_deepagents`` — the whole agent loop's CPU per model call (agent calls and summary calls
   alike): the run's CPU minus the agent's construction, minus the model's own ``_generate``, minus
   the ``Recorder`` (the measuring instrument, in both stacks: under deepagents it BPE-counts the
@@ -64,6 +69,7 @@ import time
 from collections import defaultdict
 from collections.abc import Callable
 
+import floor_inrun
 from bench_tokens import WINDOWS, recommended  # the same windows and setting as bench_tokens
 from langchain.agents.middleware import AgentMiddleware
 from langchain_core.utils.function_calling import convert_to_openai_tool
@@ -235,40 +241,57 @@ def _timed_agent(build: Callable) -> Callable:
     return agent
 
 
-def run_once(setting: evals.Setting, recorder: Recorder | None = None, extra: tuple = (), cold: bool = False):
+def _fresh_tool(tool):
+    """``_rebuilt(tool)``, its time kept out of the floor's (``floor_inrun.Floor``)."""
+    _push("bench")
+    try:
+        return _rebuilt(tool)
+    finally:
+        _pop()
+
+
+def run_once(setting: evals.Setting, recorder: Recorder | None = None, extra: tuple = (), cold: bool = False,
+             floor: str | None = None):
     """``evals.trial(setting)`` on a ``TimedLabModel``, labkit's middleware timed; ``(run, model)``.
-    ``cold``: labkit's counting caches emptied first, and the model counting with its own."""
+    ``cold``: labkit's counting caches emptied first, and the model counting with its own.
+    ``floor``: ``"first"`` or ``"last"``, the floor counted in the run too (``floor_inrun``), timed
+    under ``"floor"``."""
     model = TimedLabModel(window=setting.window)
     if cold:
         fresh_caches()
         model._counter = ProviderCounter()
     stack = [timed(m, "labkit middleware") if setting.middleware == "labkit" else m
              for m in evals._middleware(setting, model)]
+    if floor is not None:
+        place = {"first": floor_inrun.floor_first, "last": floor_inrun.floor_last}[floor]
+        mine = floor_inrun.Floor(ProviderCounter(), _fresh_tool)
+        stack = [m if m in stack else timed(m, "floor") for m in place(mine, stack)]
     recorder = recorder or timed(Recorder(), "recorder")
     run = scenario.run(model, middleware=[*stack, *extra], harness=setting.harness, recorder=recorder,
                        turns=evals.reminded(scenario.TURNS, model, setting.reminders))
     return run, model
 
 
-def sample(setting: evals.Setting, cold: bool = False) -> dict:
-    """One timed run: CPU ms by label, and the model calls (``cold``: see ``run_once``)."""
+def sample(setting: evals.Setting, cold: bool = False, floor: str | None = None) -> dict:
+    """One timed run: CPU ms by label, and the model calls (``cold``, ``floor``: see ``run_once``)."""
     global CLOCK
     gc.collect()
     original, harness.agent = harness.agent, _timed_agent(harness.agent)
     CLOCK = clock = Clock()
     start = time.process_time()
     try:
-        run, model = run_once(setting, cold=cold)
+        run, model = run_once(setting, cold=cold, floor=floor)
     finally:
         total = time.process_time() - start
         CLOCK, harness.agent = None, original
     t = {k: v * 1000 for k, v in clock.totals.items()}
     calls = len(model.calls)
-    loop = total * 1000 - t.get("construction", 0) - t.get("model", 0) - t.get("recorder", 0)
+    loop = total * 1000 - sum(t.get(k, 0) for k in ("construction", "model", "recorder", "floor", "bench"))
     return {"calls": calls, "summaries": sum(c.kind == "summary" for c in model.calls),
             "middleware ms": t.get("labkit middleware", 0) + t.get("recorder", 0),
             "recorder ms": t.get("recorder", 0), "model ms": t.get("model", 0),
             "construction ms": t.get("construction", 0), "loop ms/call": loop / calls,
+            "floor ms": t.get("floor", 0),
             "ok": run.error is None and run.score.goal_completed and run.score.needle_correct}
 
 
@@ -367,45 +390,62 @@ def measure(windows=WINDOWS, repeats: int = 21) -> dict[str, float]:
     and the other mode of each (``..._warm``, ``..._cold``). Each ratio is the median of one ratio
     per repeat, of runs made next to each other: this machine's speed shifts by ~1.5x for seconds
     at a time (another process on the core's other half), and a ratio of medians taken seconds
-    apart reads that shift as overhead."""
+    apart reads that shift as overhead. The cold middleware ratio compares labkit's hooks with the
+    floor counted in the same runs (``floor_inrun``): one run with the floor counting first, one
+    with it counting last."""
     settings = {"labkit": recommended, "deepagents": deepagents_defaults}
     for make in settings.values():  # warm imports, the tokenizer, the data and the caches
         sample(make(windows[0]))
     keys = ("middleware_vs_floor", "loop_vs_deepagents",
             "middleware_vs_floor_warm", "loop_vs_deepagents_cold")
     worst = dict.fromkeys(keys, 0.0)
-    print(f"CPU time (process_time), exclusive per part; medians of {repeats} runs per stack; each "
-          "repeat runs a floor (cold, then warm), labkit cold then warm, the floor again, deepagents "
-          "cold then warm. cold: labkit's counting caches emptied before the run (each text "
-          "BPE-encoded once, each tool converted once) and before the floor; warm: the same run "
-          "again, its texts' counts already known. Ratios: medians of each repeat's own ratio "
-          "(labkit over the mean of the floors around it; labkit over deepagents in that repeat)")
+    print(f"CPU time (process_time), exclusive per part; medians of {repeats} repeats; each repeat "
+          "counts the floor in a tight loop (cold, then warm), runs labkit cold twice with the floor "
+          "counted in the run (first, then last), labkit warm, then deepagents cold and warm. cold: "
+          "labkit's counting caches emptied before the run (each text BPE-encoded once, each tool "
+          "converted once); warm: the same run again, its texts' counts already known. Ratios: "
+          "medians of each repeat's own ratio (cold: labkit's hooks over the floor's, in the same two "
+          "runs; warm: over the tight-loop floor; labkit over deepagents in that repeat)")
     for window in windows:
         traj = trajectory(recommended(window))
         floor_ms(*traj, cold=False)  # langchain keeps a conversion on the tool: no warm floor pays it
         samples = {mode: {name: [] for name in settings} for mode in ("cold", "warm")}
-        floors: dict[str, list[float]] = {"cold": [], "warm": []}
+        floors: dict[str, list[float]] = {"cold": [], "warm": [], "in run": []}
         ratios: dict[str, list[tuple[float, float]]] = {"cold": [], "warm": []}
         for _ in range(repeats):
-            before = {"cold": floor_ms(*traj, cold=True), "warm": floor_ms(*traj, cold=False)}
-            for name, make in settings.items():  # each warm run follows its own stack's cold run
-                for mode in ("cold", "warm"):
-                    samples[mode][name].append(sample(make(window), cold=mode == "cold"))
-                if name == "labkit":
-                    after = {"cold": floor_ms(*traj, cold=True), "warm": floor_ms(*traj, cold=False)}
+            tight = {"cold": floor_ms(*traj, cold=True), "warm": floor_ms(*traj, cold=False)}
+            lab = {"first": sample(recommended(window), cold=True, floor="first"),
+                   "last": sample(recommended(window), cold=True, floor="last"),
+                   "warm": sample(recommended(window))}
+            deep = {mode: sample(deepagents_defaults(window), cold=mode == "cold")
+                    for mode in ("cold", "warm")}
+            samples["cold"]["labkit"] += [lab["first"], lab["last"]]
+            samples["warm"]["labkit"].append(lab["warm"])
             for mode in ("cold", "warm"):
-                floors[mode] += [before[mode], after[mode]]
-                lab, deep = samples[mode]["labkit"][-1], samples[mode]["deepagents"][-1]
-                ratios[mode].append((lab["middleware ms"] / ((before[mode] + after[mode]) / 2),
-                                     lab["loop ms/call"] / deep["loop ms/call"]))
+                samples[mode]["deepagents"].append(deep[mode])
+                floors[mode].append(tight[mode])
+            in_run = (lab["first"]["floor ms"] + lab["last"]["floor ms"]) / 2
+            floors["in run"].append(in_run)
+            cold_loop = (lab["first"]["loop ms/call"] + lab["last"]["loop ms/call"]) / 2
+            mine = (lab["first"]["middleware ms"] + lab["last"]["middleware ms"]) / 2
+            ratios["cold"].append((mine / in_run, cold_loop / deep["cold"]["loop ms/call"]))
+            ratios["warm"].append((lab["warm"]["middleware ms"] / tight["warm"],
+                                   lab["warm"]["loop ms/call"] / deep["warm"]["loop ms/call"]))
         print()
         print(f"window {window:,} tokens: {len(traj[0])} distinct messages, {len(traj[1])} tools, "
-              f"{len(traj[2])} requests")
+              f"{len(traj[2])} requests; the floor cold in the run "
+              f"{statistics.median(floors['in run']):.1f} ms, in a tight loop "
+              f"{statistics.median(floors['cold']):.1f} ms")
+        runs = samples["cold"]["labkit"]
+        for order, own in (("first", runs[0::2]), ("last", runs[1::2])):  # whoever counts second gains
+            lab_ms, floor_ms_ = (statistics.median(r[k] for r in own) for k in ("middleware ms", "floor ms"))
+            print(f"cold, the floor counting {order}: labkit {lab_ms:.1f} ms, the floor {floor_ms_:.1f} ms")
         ratio = {}
         for mode in ("cold", "warm"):
             med = {name: {k: statistics.median(s[k] for s in runs) for k in runs[0] if k != "ok"}
                    for name, runs in samples[mode].items()}
-            _table(f"{mode}", statistics.median(floors[mode]), med, samples[mode])
+            floor = statistics.median(floors["in run" if mode == "cold" else mode])
+            _table(f"{mode}", floor, med, samples[mode])
             ratio[mode] = tuple(statistics.median(r[i] for r in ratios[mode]) for i in (0, 1))
             each = [" ".join(f"{r[i]:.2f}" for r in ratios[mode]) for i in (0, 1)]
             print(f"{mode}: middleware_vs_floor {ratio[mode][0]:.2f} (goal <= 1.25; per repeat {each[0]}); "
