@@ -36,6 +36,7 @@ class Floor:
         self.held: list = []  # the messages counted: their ids stay theirs
         self.tools: dict[str, int] = {}  # tool name -> tokens of its schema
         self.raw: dict[str, list] = {}  # tool call id -> its raw result, to count once the call returns
+        self.totals: list[int] = []  # each request's size, in order
 
     def count(self, messages) -> None:
         for m in messages:
@@ -54,6 +55,7 @@ class Floor:
                 schema = tool if isinstance(tool, dict) else convert_to_openai_tool(self.fresh(tool))
                 self.tools[name] = self.counter.text(json.dumps(schema["function"], ensure_ascii=False))
             total += self.tools[name]
+        self.totals.append(total)
         return total
 
 
