@@ -49,8 +49,9 @@ again, every text's count already known. Two figures:
   the ``Recorder`` (the measuring instrument, in both stacks: under deepagents it BPE-counts the
   exports deepagents keeps in context, which is not deepagents' cost), for labkit's stack over
   deepagents' default stack. Medians; the two stacks alternate within each repeat. The line's
-  figure is the warm one (deepagents counts chars/4, so a cold run adds labkit's BPE pass to its
-  loop only); the cold one is printed as ``loop_vs_deepagents_cold``.
+  figure is the warm one, from a run without the in-run floor (deepagents counts chars/4, so a cold
+  run adds labkit's BPE pass to its loop only); the cold one, from the two runs that carry the
+  floor (its hooks taken out of the loop too), is printed as ``loop_vs_deepagents_cold``.
 
 Each figure is reported for the worst window. What it leaves out: wall time (a shared machine), the
 model's own work (the lab model stands in for a provider), the agent's construction (once per
