@@ -19,27 +19,30 @@ when a reply makes several), which code is running — a middleware hook's own c
 node and ``bind_tools``, the tools, the checkpointer) — and a middleware's ``handler(...)`` call is
 charged to whatever runs inside it. labkit runs its BPE counts on one thread of its own
 (``labkit._encode_thread``; the asking thread waits): each count's CPU there is charged to the label
-of the thread that asked, as if it had run in that thread (the floor's too: it is process time).
+of the thread that asked, as if it had run in that thread (the in-run floor's too; the tight-loop
+floor's is the process's time).
 
-Each run is timed twice in a row: **cold** — labkit's process-wide counting caches emptied first
+Each repeat times, per stack: **cold** runs — labkit's process-wide counting caches emptied first
 (each text is BPE-encoded once, each tool converted once, as in a fresh kernel) and the lab model
-counting with caches of its own, as a provider tokenizes on its side — and **warm**, the same run
-again, every text's count already known. Two figures:
+counting with caches of its own, as a provider tokenizes on its side (labkit: two, one per place
+of the in-run floor) — and a **warm** run, the same run again, every text's count already known.
+Two figures:
 
 * ``middleware_vs_floor`` — labkit's middleware CPU per run (the own code of ``OffloadMiddleware``,
   ``SummarizeMiddleware`` and the ``Recorder``: every hook, the summary call's model time excluded)
-  divided by **the floor**, counted in the same run (``floor_inrun``): middleware of its own, with
-  caches of its own, counts each distinct message once — every message of every request, the system
-  message, each raw tool result before offloading — converts each distinct tool schema (a new
-  instance of it) and counts it once, and sums each request's size (the arithmetic). Each repeat
-  makes two cold runs, the floor counting before labkit's hooks in one and after them in the other
-  (whoever counts a text second finds tiktoken's tables warm); the ratio is the median over
-  ``--repeats`` of each repeat's labkit CPU over the floor's, both summed over its two runs. The
-  same floor counted in a tight loop outside the run (``floor_ms``: the run's messages, collected
+  divided by **the floor**, counted in the runs themselves (``floor_inrun``): middleware of its
+  own, with caches of its own, counts each distinct message once — every message of every request,
+  the system message, each raw tool result before offloading — converts each distinct tool schema
+  (a new instance of it: counting a tool's tokens needs its schema) and counts it once, and sums
+  each request's size (the arithmetic). A text counted a second time right after the first costs
+  less, so each side is taken where it counts first: the ratio is the median over ``--repeats`` of
+  labkit's CPU in the run whose floor counts after labkit's hooks over the floor's CPU in the run
+  (made just before) where it counts before them. Both runs' numbers, by place, are printed. The
+  same floor counted in a tight loop outside the runs (``floor_ms``: the run's messages, collected
   from one more run of the same deterministic trajectory with ``Recorder(keep_requests=True)`` and a
-  spy on the raw tool results) is printed beside it; a ratio to it, taken seconds apart from the
-  run, reads this machine's shifts in speed as overhead (single repeats 0.7-1.6, against
-  0.95-1.15 in the run).
+  spy on the raw tool results) costs about the same and is printed beside it; a ratio to it, taken
+  seconds away from the run, read this machine's shifts in speed as overhead (single repeats
+  0.7-1.6).
   The line's figure is the cold one: the floor then includes its BPE pass, as issue 12 defines it
   ("one exact BPE pass over each new message plus arithmetic"); the warm one (no BPE on either
   side: the texts' building, the lookups and the sums; over the tight-loop floor) is printed as
@@ -77,7 +80,7 @@ from langchain_core.utils.function_calling import convert_to_openai_tool
 from langgraph.types import Command
 
 from labkit import _encode_thread, _token_cache, evals, scenario, tokens
-from labkit._token_cache import SameObjects, TextTokens, ToolTokens, tool_shape
+from labkit._token_cache import TextTokens, ToolTokens, tool_shape
 from labkit.model import LabModel
 from labkit.scenario import harness
 from labkit.tokens import TokenCounter
@@ -98,22 +101,6 @@ def fresh_caches() -> None:
     tokens._SAME_OBJECTS.clear()
     _token_cache._SCHEMAS = ToolTokens()
     _token_cache._FIELD_SHAPES.clear()
-
-
-class ProviderCounter(TokenCounter):
-    """The lab model's counter in a cold run: caches of its own, as a provider tokenizes on its
-    side, so the model's count of its own reply does not pre-pay the middleware's BPE pass."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self._same, self._texts, self._tools = SameObjects(), TextTokens(), ToolTokens()
-
-    def text(self, text: str) -> int:
-        return self._texts.get(self.encoding_name, text, lambda: _encode_thread.count(
-            tokens.encoding(self.encoding_name), text))
-
-    def tool(self, tool) -> int:
-        return self._tools.get(tool, self.encoding_name, lambda: self.text(tokens._schema_json(tool)))
 
 
 class Clock:
@@ -260,13 +247,13 @@ def run_once(setting: evals.Setting, recorder: Recorder | None = None, extra: tu
     model = TimedLabModel(window=setting.window)
     if cold:
         fresh_caches()
-        model._counter = ProviderCounter()
+        model._counter = floor_inrun.OwnCounter()  # as a provider tokenizes on its side
     stack = [timed(m, "labkit middleware") if setting.middleware == "labkit" else m
              for m in evals._middleware(setting, model)]
     if floor is not None:
         place = {"first": floor_inrun.floor_first, "last": floor_inrun.floor_last}[floor]
-        mine = floor_inrun.Floor(ProviderCounter(), _fresh_tool)
-        stack = [m if m in stack else timed(m, "floor") for m in place(mine, stack)]
+        counts = floor_inrun.Floor(floor_inrun.OwnCounter(), _fresh_tool)
+        stack = [m if m in stack else timed(m, "floor") for m in place(counts, stack)]
     recorder = recorder or timed(Recorder(), "recorder")
     run = scenario.run(model, middleware=[*stack, *extra], harness=setting.harness, recorder=recorder,
                        turns=evals.reminded(scenario.TURNS, model, setting.reminders))
@@ -390,10 +377,9 @@ def measure(windows=WINDOWS, repeats: int = 21) -> dict[str, float]:
     the floor includes its BPE pass, as issue 12 defines it) and ``loop_vs_deepagents`` (warm),
     and the other mode of each (``..._warm``, ``..._cold``). Each ratio is the median of one ratio
     per repeat, of runs made next to each other: this machine's speed shifts by ~1.5x for seconds
-    at a time (another process on the core's other half), and a ratio of medians taken seconds
-    apart reads that shift as overhead. The cold middleware ratio compares labkit's hooks with the
-    floor counted in the same runs (``floor_inrun``): one run with the floor counting first, one
-    with it counting last."""
+    at a time, and a ratio of medians taken seconds apart reads that shift as overhead. The cold
+    middleware ratio takes each side where it counts first (``floor_inrun``): labkit's hooks in the
+    run whose floor counts after them, over the floor in the run where it counts before them."""
     settings = {"labkit": recommended, "deepagents": deepagents_defaults}
     for make in settings.values():  # warm imports, the tokenizer, the data and the caches
         sample(make(windows[0]))
@@ -402,55 +388,57 @@ def measure(windows=WINDOWS, repeats: int = 21) -> dict[str, float]:
     worst = dict.fromkeys(keys, 0.0)
     print(f"CPU time (process_time), exclusive per part; medians of {repeats} repeats; each repeat "
           "counts the floor in a tight loop (cold, then warm), runs labkit cold twice with the floor "
-          "counted in the run (first, then last), labkit warm, then deepagents cold and warm. cold: "
-          "labkit's counting caches emptied before the run (each text BPE-encoded once, each tool "
-          "converted once); warm: the same run again, its texts' counts already known. Ratios: "
-          "medians of each repeat's own ratio (cold: labkit's hooks over the floor's, in the same two "
-          "runs; warm: over the tight-loop floor; labkit over deepagents in that repeat)")
+          "counted in the run (just before labkit's hooks, then just after), labkit warm, then "
+          "deepagents cold and warm. cold: labkit's counting caches emptied before the run (each text "
+          "BPE-encoded once, each tool converted once); warm: the same run again, its texts' counts "
+          "already known. Ratios: medians of each repeat's own ratio (cold: labkit's hooks where they "
+          "count first over the floor where it counts first; warm: over the tight-loop floor; labkit "
+          "over deepagents in that repeat). The line takes the cold middleware and the warm loop ratio")
     for window in windows:
         traj = trajectory(recommended(window))
         floor_ms(*traj, cold=False)  # langchain keeps a conversion on the tool: no warm floor pays it
         samples = {mode: {name: [] for name in settings} for mode in ("cold", "warm")}
-        floors: dict[str, list[float]] = {"cold": [], "warm": [], "in run": []}
+        orders: dict[str, list[dict]] = {"first": [], "last": []}  # labkit's cold runs, by the floor's place
+        tight: dict[str, list[float]] = {"cold": [], "warm": []}  # the floor in a tight loop
         ratios: dict[str, list[tuple[float, float]]] = {"cold": [], "warm": []}
         for _ in range(repeats):
-            tight = {"cold": floor_ms(*traj, cold=True), "warm": floor_ms(*traj, cold=False)}
-            lab = {"first": sample(recommended(window), cold=True, floor="first"),
-                   "last": sample(recommended(window), cold=True, floor="last"),
-                   "warm": sample(recommended(window))}
+            for mode in ("cold", "warm"):
+                tight[mode].append(floor_ms(*traj, cold=mode == "cold"))
+            for order in orders:
+                orders[order].append(sample(recommended(window), cold=True, floor=order))
+            lab_warm = sample(recommended(window))
             deep = {mode: sample(deepagents_defaults(window), cold=mode == "cold")
                     for mode in ("cold", "warm")}
-            samples["cold"]["labkit"] += [lab["first"], lab["last"]]
-            samples["warm"]["labkit"].append(lab["warm"])
+            first, last = orders["first"][-1], orders["last"][-1]
+            samples["cold"]["labkit"] += [first, last]
+            samples["warm"]["labkit"].append(lab_warm)
             for mode in ("cold", "warm"):
                 samples[mode]["deepagents"].append(deep[mode])
-                floors[mode].append(tight[mode])
-            in_run = (lab["first"]["floor ms"] + lab["last"]["floor ms"]) / 2
-            floors["in run"].append(in_run)
-            cold_loop = (lab["first"]["loop ms/call"] + lab["last"]["loop ms/call"]) / 2
-            mine = (lab["first"]["middleware ms"] + lab["last"]["middleware ms"]) / 2
-            ratios["cold"].append((mine / in_run, cold_loop / deep["cold"]["loop ms/call"]))
-            ratios["warm"].append((lab["warm"]["middleware ms"] / tight["warm"],
-                                   lab["warm"]["loop ms/call"] / deep["warm"]["loop ms/call"]))
+            cold_loop = (first["loop ms/call"] + last["loop ms/call"]) / 2
+            ratios["cold"].append((last["middleware ms"] / first["floor ms"],
+                                   cold_loop / deep["cold"]["loop ms/call"]))
+            ratios["warm"].append((lab_warm["middleware ms"] / tight["warm"][-1],
+                                   lab_warm["loop ms/call"] / deep["warm"]["loop ms/call"]))
         print()
         print(f"window {window:,} tokens: {len(traj[0])} distinct messages, {len(traj[1])} tools, "
-              f"{len(traj[2])} requests; the floor cold in the run "
-              f"{statistics.median(floors['in run']):.1f} ms, in a tight loop "
-              f"{statistics.median(floors['cold']):.1f} ms")
-        runs = samples["cold"]["labkit"]
-        for order, own in (("first", runs[0::2]), ("last", runs[1::2])):  # whoever counts second gains
-            lab_ms, floor_ms_ = (statistics.median(r[k] for r in own) for k in ("middleware ms", "floor ms"))
-            print(f"cold, the floor counting {order}: labkit {lab_ms:.1f} ms, the floor {floor_ms_:.1f} ms")
+              f"{len(traj[2])} requests; the floor cold in a tight loop "
+              f"{statistics.median(tight['cold']):.1f} ms")
+        for order, runs in orders.items():  # whoever counts a text second finds the caches warm
+            lab_ms, its_ms = (statistics.median(r[k] for r in runs) for k in ("middleware ms", "floor ms"))
+            print(f"cold runs with the floor counting {order}: labkit's hooks {lab_ms:.1f} ms, "
+                  f"the floor {its_ms:.1f} ms")
         ratio = {}
         for mode in ("cold", "warm"):
             med = {name: {k: statistics.median(s[k] for s in runs) for k in runs[0] if k != "ok"}
                    for name, runs in samples[mode].items()}
-            floor = statistics.median(floors["in run" if mode == "cold" else mode])
+            floor = statistics.median([r["floor ms"] for r in orders["first"]] if mode == "cold"
+                                      else tight["warm"])
             _table(f"{mode}", floor, med, samples[mode])
             ratio[mode] = tuple(statistics.median(r[i] for r in ratios[mode]) for i in (0, 1))
             each = [" ".join(f"{r[i]:.2f}" for r in ratios[mode]) for i in (0, 1)]
-            print(f"{mode}: middleware_vs_floor {ratio[mode][0]:.2f} (goal <= 1.25; per repeat {each[0]}); "
-                  f"loop_vs_deepagents {ratio[mode][1]:.2f} (goal <= 1; per repeat {each[1]})")
+            goals = ("goal <= 1.25; ", "") if mode == "cold" else ("", "goal <= 1; ")  # the line's two
+            print(f"{mode}: middleware_vs_floor {ratio[mode][0]:.2f} ({goals[0]}per repeat {each[0]}); "
+                  f"loop_vs_deepagents {ratio[mode][1]:.2f} ({goals[1]}per repeat {each[1]})")
         for key, value in zip(keys, (ratio["cold"][0], ratio["warm"][1], ratio["warm"][0], ratio["cold"][1])):
             worst[key] = max(worst[key], value)
     return worst

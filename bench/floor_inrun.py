@@ -1,14 +1,15 @@
-"""The floor of ``bench_overhead.py``, counted inside the run it is compared with.
+"""The floor of ``bench_overhead.py``, counted inside the runs it is compared with.
 
 Issue 12 defines the floor as one exact BPE pass over each new message plus arithmetic. Counted in
 a tight loop seconds apart from the run, a shift in this machine's speed in between reads as
 overhead (single ratios spread 0.7-1.6). So the floor runs as middleware of its own inside the
-measured run, with caches of its own: each distinct message — every request's messages and system
-message, every raw tool result — counted once, each distinct tool schema converted (from a new
-instance) and counted once, and each request's size summed. A text counted a second time right
-after the first costs less (tiktoken's tables are warm), so ``bench_overhead.py`` runs it both
-ways: the floor counting just before labkit's hooks (``floor_first``) and just after
-(``floor_last``).
+measured runs, with caches of its own (:class:`OwnCounter`): each distinct message — every request's
+messages and system message, every raw tool result — counted once, each distinct tool schema
+converted (from a new instance: the run converts the tools its agent just built) and counted once,
+and each request's size summed. A text counted a second time right after the first costs less
+(tiktoken's tables are warm), so each side is timed where it counts first: the floor in a run where
+it counts just before labkit's hooks (:func:`floor_first`), labkit in one where the floor counts
+just after them (:func:`floor_last`).
 """
 
 from __future__ import annotations
@@ -21,14 +22,34 @@ from langchain.agents.middleware import AgentMiddleware
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from langgraph.types import Command
 
+from labkit import _encode_thread, tokens
+from labkit._token_cache import SameObjects, TextTokens, ToolTokens
 from labkit.tokens import TokenCounter
 
-__all__ = ["Floor", "FloorRequests", "FloorResults", "FloorResultsAfter", "floor_first", "floor_last"]
+__all__ = ["Floor", "FloorRequests", "FloorResults", "FloorResultsAfter", "OwnCounter", "floor_first",
+           "floor_last"]
+
+
+class OwnCounter(TokenCounter):
+    """A ``TokenCounter`` with caches of its own, not labkit's process-wide ones: what it counts
+    pre-pays no other counter, and no other counter pre-pays it (the floor's; and the lab model's
+    in a cold run, as a provider tokenizes on its side)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._same, self._texts, self._tools = SameObjects(), TextTokens(), ToolTokens()
+
+    def text(self, text: str) -> int:
+        return self._texts.get(self.encoding_name, text, lambda: _encode_thread.count(
+            tokens.encoding(self.encoding_name), text))
+
+    def tool(self, tool) -> int:
+        return self._tools.get(tool, self.encoding_name, lambda: self.text(tokens._schema_json(tool)))
 
 
 class Floor:
-    """The counts: ``counter`` has caches of its own (labkit's counts must not pre-pay it);
-    ``fresh(tool)`` is a new instance of a tool, made outside the floor's time."""
+    """The counts: ``counter`` (an :class:`OwnCounter`, so labkit's counts do not pre-pay it) and
+    ``fresh(tool)``, a new instance of a tool, made outside the floor's time."""
 
     def __init__(self, counter: TokenCounter, fresh: Callable[[Any], Any]) -> None:
         self.counter, self.fresh = counter, fresh
@@ -60,7 +81,8 @@ class Floor:
 
 
 class FloorRequests(AgentMiddleware):
-    """Counts each model call's request."""
+    """Counts each model call's request as this middleware is handed it (outermost, before labkit's
+    hooks could edit it: on the running example they send it on unchanged)."""
 
     name = "bench.FloorRequests"
 
