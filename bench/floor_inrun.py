@@ -81,8 +81,9 @@ class Floor:
 
 
 class FloorRequests(AgentMiddleware):
-    """Counts each model call's request as this middleware is handed it (outermost, before labkit's
-    hooks could edit it: on the running example they send it on unchanged)."""
+    """Counts each model call's request as this middleware is handed it: outermost in
+    :func:`floor_first` (before labkit's hooks could edit it — on the running example they send it
+    on unchanged), innermost in :func:`floor_last` (the Recorder aside)."""
 
     name = "bench.FloorRequests"
 
