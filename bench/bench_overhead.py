@@ -362,7 +362,8 @@ def floor_ms(messages: list, tools: list, requests: list[list[int]], cold: bool 
 
 
 def _table(title: str, floor: float, med: dict, samples: dict) -> None:
-    print(f"{title}; floor {floor:.1f} ms")
+    print(f"{title}; floor {floor:.1f} ms; middleware ms: labkit's hooks with the Recorder's "
+          "(deepagents: the Recorder's alone, its own middleware is in its loop)")
     print(f"{'stack':<12}{'calls':>6}{'summary':>8}{'middleware ms':>14}{'recorder ms':>12}"
           f"{'model ms':>10}{'built ms':>10}{'loop ms/call':>13}{'completed':>10}")
     for name, m in med.items():
