@@ -180,8 +180,9 @@ class ToolTokens:
     Four kinds of key, tagged so they never meet:
 
     * ``("schema", encoding, JSON)`` — a schema dict (``{"function": ...}``), by its content;
-    * ``("dict", encoding, JSON)`` — any other dict langchain converts (a bare JSON schema), by its
-      content, so an edit in place is counted afresh;
+    * ``("dict", encoding, JSON)`` — any other dict langchain converts (a bare JSON schema), or a
+      tool whose ``args_schema`` is a JSON schema dict, by its content, so an edit in place is
+      counted afresh;
     * ``("shape", encoding, tool_shape(tool))`` — a plain LangChain tool, by what determines its
       schema, so the same tool rebuilt for the next run is a hit;
     * ``("object", encoding, id(tool))`` — any other tool, by identity; the entry holds the tool,
@@ -202,7 +203,14 @@ class ToolTokens:
         if isinstance(tool, dict):  # another schema format langchain converts: by content too
             return "dict", encoding_name, json.dumps(tool, sort_keys=True, default=repr)
         shape = tool_shape(tool)
-        return ("shape", encoding_name, shape) if shape else ("object", encoding_name, id(tool))
+        if shape:
+            return "shape", encoding_name, shape
+        schema = getattr(tool, "args_schema", None)
+        if isinstance(schema, dict):  # a tool whose arguments are a JSON schema: by content too
+            fields = [type(tool).__name__, getattr(tool, "name", None), getattr(tool, "description", None),
+                      schema]
+            return "dict", encoding_name, json.dumps(fields, sort_keys=True, default=repr)
+        return "object", encoding_name, id(tool)
 
     def get(self, tool: Any, encoding_name: str, count: Callable[[], int]) -> int:
         """The tokens of ``tool``'s schema: remembered, or ``count()`` and remembered."""

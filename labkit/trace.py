@@ -30,7 +30,6 @@ __all__ = ["KINDS", "MESSAGE_KINDS", "CallRecord", "Recorder", "Request", "Runni
 MESSAGE_KINDS = ("human", "ai", "tool", "summary")  # the kinds a message in state can be
 KINDS = ("system", "tools", *MESSAGE_KINDS)  # the slices of one request
 _KIND_INDEX = {k: i for i, k in enumerate(KINDS)}
-_TOOL_FIELDS = attrgetter("name", "description", "args_schema")
 
 
 def kind_of(message: BaseMessage) -> str:
@@ -119,9 +118,9 @@ class RunningMeasure:
         self._lock = threading.Lock()
         self._seen: list[tuple] = []  # (message, content, tool_calls, additional_kwargs), last list
         self._sums: list[tuple[int, ...]] = [(0,) * len(KINDS)]  # [i]: totals by kind of seen[:i]
-        self._tools: list[tuple] = []  # (tool, name, description, args_schema, tokens) of the last call
-        self._tool_keys: list[tuple] | None = None  # _plain_keys of the last call's tools
-        self._tool_total = 0
+        self._tool_keys: list[tuple | None] = []  # last call's tools: _tool_keys, None if not _plain
+        self._tool_counts: list[int] = []  # and their tokens
+        self._tool_total: int | None = None  # their sum, when every key is plain
 
     def messages(self, messages: Sequence[BaseMessage]) -> tuple[int, ...]:
         """Tokens of ``messages`` by kind, in the order of ``KINDS`` (``tools`` is 0)."""
@@ -154,54 +153,40 @@ class RunningMeasure:
         return sums[-1]
 
     def _tools_total(self, tools: Sequence[Any]) -> int:
-        """Tokens of the tool schemas; a tool of the last call, unchanged, or a copy of it at the same
-        place (the same class, name, description and argument class), is not looked up."""
-        if self._tool_keys is not None and _tool_keys(tools) == self._tool_keys:
-            return self._tool_total  # every tool as last call (keys kept only when plain): the same total
-        last, now, total = self._tools, [], 0
-        for i, t in enumerate(tools):
-            if isinstance(t, dict):  # a schema dict may be edited in place: always looked up
-                n = self.counter.tool(t)
-                now.append((t, None, None, None, n))
-            else:
-                name, description = getattr(t, "name", None), getattr(t, "description", None)
-                schema = getattr(t, "args_schema", None)
-                old = last[i] if i < len(last) else None
-                kept = old is not None and old[1] is name and old[2] is description and old[3] is schema \
-                    and (old[0] is t or _same_shape(old[0], t, name, description, schema))
-                n = old[4] if kept else self.counter.tool(t)
-                now.append((t, name, description, schema, n))
-            total += n
-        self._tools, self._tool_keys, self._tool_total = now, _plain_keys(tools), total
-        return total
+        """Tokens of the tool schemas. A tool at the same place as last call with the same class,
+        name, description and pydantic argument class — what its schema is made of, by
+        ``labkit._token_cache.tool_shape``'s rule — keeps its count: deepagents copies its file
+        tools for every call. Any other tool (a schema dict may be edited in place) is looked up."""
+        keys = [_tool_key(t) for t in tools]
+        if keys == self._tool_keys and self._tool_total is not None:
+            return self._tool_total  # every tool as last call, each of the plain shape
+        last, counts = self._tool_keys, []
+        for i, (tool, key) in enumerate(zip(tools, keys)):
+            kept = key is not None and i < len(last) and last[i] == key
+            counts.append(self._tool_counts[i] if kept else self.counter.tool(tool))
+        self._tool_keys = [key if _plain(key) else None for key in keys]
+        self._tool_counts = counts
+        self._tool_total = sum(counts) if None not in self._tool_keys else None
+        return sum(counts)
 
 
-def _plain_keys(tools: Sequence[Any]) -> list[tuple] | None:
-    """``(class, name, description, argument class)`` of each tool, when every tool is of the plain
-    shape ``_same_shape`` accepts (``None`` otherwise: a schema dict, a tool without those fields,
-    an argument schema that is not a pydantic class). Equal keys, equal schemas: a copy of a tool
-    (deepagents copies its file tools for every call) costs a tuple here, not a lookup."""
-    keys = _tool_keys(tools)
-    if keys is None or not all(isinstance(name, str) and isinstance(description, str)
-                               and isinstance(getattr(schema, "model_fields", None), dict)
-                               for _, name, description, schema in keys):
-        return None
-    return keys
+_TOOL_FIELDS = attrgetter("name", "description", "args_schema")
 
 
-def _tool_keys(tools: Sequence[Any]) -> list[tuple] | None:
+def _tool_key(tool: Any) -> tuple | None:
+    """``(class, name, description, argument class)`` of a tool (``None`` for one without them:
+    a schema dict)."""
     try:
-        return [(type(t), *_TOOL_FIELDS(t)) for t in tools]
-    except AttributeError:  # a schema dict, or a tool without a name, description or args_schema
+        return (type(tool), *_TOOL_FIELDS(tool))
+    except AttributeError:
         return None
 
 
-def _same_shape(old: Any, tool: Any, name: Any, description: Any, schema: Any) -> bool:
-    """A copy of the tool counted at this place last call — the same class, and (checked by the
-    caller) the very same name, description and argument class — has the same schema, by
-    ``labkit._token_cache.tool_shape``'s rule (deepagents copies a tool for each call)."""
-    return type(old) is type(tool) and isinstance(name, str) and isinstance(description, str) \
-        and isinstance(getattr(schema, "model_fields", None), dict)
+def _plain(key: tuple | None) -> bool:
+    """Does this key determine the tool's schema: text name and description, a pydantic argument
+    class (not a JSON schema dict, which may be edited in place)?"""
+    return key is not None and isinstance(key[1], str) and isinstance(key[2], str) \
+        and isinstance(getattr(key[3], "model_fields", None), dict)
 
 
 def compactions(run_or_records) -> list[tuple[int, int]]:

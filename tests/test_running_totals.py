@@ -195,6 +195,12 @@ def test_running_measure_follows_every_kind_of_change():
     same(h, [schema])
     schema["function"]["description"] = "a much longer description of what f does"  # in place
     same(h, [schema])
+    by_json = StructuredTool(name="j", description="d", func=lambda **kw: "",
+                             args_schema={"type": "object", "properties": {"q": {"type": "string"}}})
+    same(h, [by_json])
+    same(h, [by_json])
+    by_json.args_schema["properties"]["since"] = {"type": "string", "description": "a date"}  # in place
+    same(h, [by_json])
     bare = {"name": "g", "description": "d", "parameters": {"type": "object", "properties": {}}}
     same(h, [bare])  # a JSON schema without the "function" wrapper, which langchain converts
     bare["description"] = "a much longer description of what g does, edited in place"
