@@ -77,7 +77,6 @@ import floor_inrun
 from bench_tokens import WINDOWS, recommended  # the same windows and setting as bench_tokens
 from langchain.agents.middleware import AgentMiddleware
 from langchain_core.utils.function_calling import convert_to_openai_tool
-from langgraph.types import Command
 
 from labkit import _encode_thread, _token_cache, evals, scenario, tokens
 from labkit._token_cache import TextTokens, ToolTokens, tool_shape
@@ -284,17 +283,17 @@ def sample(setting: evals.Setting, cold: bool = False, floor: str | None = None)
 
 
 class _Spy(AgentMiddleware):
-    """Innermost on tool calls: keeps each raw tool result, before any middleware edits it."""
+    """Innermost on tool calls: keeps each raw tool result's messages, before any middleware edits them."""
 
     name = "bench.ToolSpy"
 
     def __init__(self) -> None:
         super().__init__()
-        self.results: list = []
+        self.raw: list = []
 
     def wrap_tool_call(self, request, handler):
         result = handler(request)
-        self.results.append(result)
+        self.raw += floor_inrun.raw_messages(result)
         return result
 
 
@@ -325,9 +324,8 @@ def trajectory(setting: evals.Setting) -> tuple[list, list, list[list[int]]]:
         requests.append(ids)
     for m in run.messages:
         add(m)
-    for result in spy.results:
-        for m in (result.update or {}).get("messages", []) if isinstance(result, Command) else [result]:
-            add(m)
+    for m in spy.raw:
+        add(m)
     return messages, tools, requests
 
 

@@ -27,7 +27,7 @@ from labkit._token_cache import SameObjects, TextTokens, ToolTokens
 from labkit.tokens import TokenCounter
 
 __all__ = ["Floor", "FloorRequests", "FloorResults", "FloorResultsAfter", "OwnCounter", "floor_first",
-           "floor_last"]
+           "floor_last", "raw_messages"]
 
 
 class OwnCounter(TokenCounter):
@@ -80,6 +80,11 @@ class Floor:
         return total
 
 
+def raw_messages(result) -> list:
+    """The messages a tool call returned: the ``ToolMessage``, or those of its ``Command``."""
+    return (result.update or {}).get("messages", []) if isinstance(result, Command) else [result]
+
+
 class FloorRequests(AgentMiddleware):
     """Counts each model call's request as this middleware is handed it: outermost in
     :func:`floor_first` (before labkit's hooks could edit it — on the running example they send it
@@ -108,7 +113,7 @@ class FloorResults(AgentMiddleware):
 
     def wrap_tool_call(self, request, handler):
         result = handler(request)
-        raw = (result.update or {}).get("messages", []) if isinstance(result, Command) else [result]
+        raw = raw_messages(result)
         if self.now:
             self.floor.count(raw)
         else:
