@@ -1,0 +1,362 @@
+"""The meter: every request a chat model sends, counted before it leaves, and a budget that holds.
+
+Every "On your model" section runs the learner's model through a :class:`Meter`. ``meter.attach(model)``
+returns a copy of the model (same class, same client, same profile) whose every request — the
+agent's, a summary call, a subagent's, a retry — is counted in BPE tokens as the ``Recorder``
+counts a request (messages and tool schemas), checked against the cap *before* it is sent, and
+shown as one line with what came back and what the provider reported. The request that would
+take the total over the cap is not sent: :class:`BudgetExceeded` ends the run. Rate limits,
+server errors, resets and timeouts are retried here, each retry a request of its own (the
+client's own retries are switched off where labkit can, so that none goes unseen).
+
+What it leaves out: the provider's tokenizer (its count is shown beside labkit's when it reports
+usage), and prices (``labkit.tokens``).
+"""
+
+from __future__ import annotations
+
+import contextvars
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import BaseMessage
+
+from labkit.errors import explain, is_overflow, provider_message, retry_after, retryable
+from labkit.tokens import TokenCounter
+
+__all__ = ["BudgetExceeded", "Meter", "Sent"]
+
+_INSIDE = contextvars.ContextVar("labkit_meter_inside", default=False)  # a metered call is running
+
+
+class BudgetExceeded(RuntimeError):
+    """The next request would have taken the input tokens sent over the cap; it was not sent."""
+
+    is_retryable = False
+
+
+@dataclass
+class Sent:
+    """One request the meter saw (notebook 01). ``tokens``: labkit's count of what it carried;
+    ``reported_input`` / ``output_tokens``: the provider's usage, ``None`` when it reported none;
+    ``outcome``: ``"ok"``, ``"retried"``, ``"overflow"``, ``"failed"`` or ``"not sent"``."""
+
+    number: int
+    who: str
+    tokens: int
+    attempt: int = 1
+    outcome: str = "ok"
+    reported_input: int | None = None
+    output_tokens: int | None = None
+    detail: str = ""
+
+    @property
+    def sent(self) -> bool:
+        return self.outcome != "not sent"
+
+
+class Meter:
+    """Counts, caps and shows every request of the models it is attached to. Notebook 01.
+
+    Args:
+        cap: the most input tokens to send in all (``None``: no cap, count only).
+        out: where the one line per request goes (``None``: nowhere).
+        retries: how many times a rate-limited, failed or cut request is sent again.
+        wait: seconds before a retry when the provider gives no ``Retry-After``; a longer wait
+            asked for is capped at ``max_wait``.
+
+    Example:
+        >>> from labkit import LabModel
+        >>> meter = Meter(cap=50_000, out=None)
+        >>> model = meter.attach(LabModel())
+        >>> # scenario.run(model, ...); meter.sent, meter.requests[-1], meter.stopped
+    """
+
+    def __init__(self, cap: int | None = None, out: Callable[[str], Any] | None = print, *,
+                 retries: int = 2, wait: float = 1.0, max_wait: float = 20.0,
+                 sleep: Callable[[float], Any] = time.sleep) -> None:
+        if cap is not None and (isinstance(cap, bool) or not isinstance(cap, int) or cap <= 0):
+            raise ValueError(f"cap must be a positive number of tokens or None, got {cap!r}")
+        self.cap, self.out, self.retries = cap, out, retries
+        self.wait, self.max_wait, self.sleep = wait, max_wait, sleep
+        self.requests: list[Sent] = []
+        self.stopped: str | None = None  # the line that said why the run stopped at the cap
+        self.counter = TokenCounter()
+        self._lock = threading.Lock()
+        self._parent: list[str | None] = []  # the agent name of the first request: the parent's
+
+    # -- totals ------------------------------------------------------------------------------
+
+    @property
+    def sent(self) -> int:
+        """Input tokens sent in all, labkit's count: every request that left, retries included."""
+        return sum(r.tokens for r in self.requests if r.sent)
+
+    @property
+    def reported(self) -> int | None:
+        """Input tokens the provider reported in all; ``None`` unless every request sent reported."""
+        values = [r.reported_input for r in self.requests if r.sent and r.outcome == "ok"]
+        return sum(values) if values and None not in values else None
+
+    def count(self, messages: list[BaseMessage], tools: list | None) -> int:
+        """A request's tokens, as the Recorder counts what it carried: messages and tool schemas."""
+        return sum(self.counter.message(m) for m in messages) + sum(self.counter.tool(t) for t in tools or [])
+
+    # -- the metered model -------------------------------------------------------------------
+
+    def attach(self, model: BaseChatModel) -> BaseChatModel:
+        """A copy of ``model`` whose every request goes through this meter. Notebook 01."""
+        if not isinstance(model, BaseChatModel):
+            raise TypeError(f"Meter.attach needs a chat model, got {type(model).__name__}")
+        copy = _without_client_retries(model)
+        copy.__class__ = _metered_class(type(model), self)
+        return copy
+
+    # -- one request -------------------------------------------------------------------------
+
+    def _who(self, run_manager: Any) -> str:
+        meta = getattr(run_manager, "metadata", None) or {}
+        agent = meta.get("lc_agent_name")
+        with self._lock:
+            if not self._parent:
+                self._parent.append(agent)
+        child = agent is not None and agent != self._parent[0]
+        if meta.get("lc_source") == "summarization":
+            return f"summary ({agent})" if child else "summary"
+        return f"subagent {agent}" if child else "parent"
+
+    def _admit(self, who: str, tokens: int, attempt: int) -> Sent:
+        """Book the request, or refuse it: the cap is checked before anything leaves."""
+        with self._lock:
+            before = self.sent
+            record = Sent(len(self.requests) + 1, who, tokens, attempt)
+            self.requests.append(record)
+            if self.stopped is not None or (self.cap is not None and before + tokens > self.cap):
+                record.outcome = "not sent"
+                first = self.stopped is None
+                if first:
+                    self.stopped = (f"Stopped before request {record.number} ({who}, {tokens:,} tokens): "
+                                    f"{before:,} of the {self.cap:,}-token budget already sent. Raise "
+                                    "LABKIT_BUDGET_TOKENS to go further; what ran so far is shown below.")
+                message = self.stopped
+            else:
+                return record
+        if first:
+            self._say(message)
+        raise BudgetExceeded(message)
+
+    def _failed(self, record: Sent, error: BaseException, model: Any, sent_anything: bool) -> float | None:
+        """Show a failed request; the seconds to wait before sending it again, or None."""
+        again = not sent_anything and retryable(error) and record.attempt <= self.retries
+        wait = min(retry_after(error, self.wait * record.attempt), self.max_wait) if again else None
+        record.outcome = "overflow" if is_overflow(error) else "retried" if again else "failed"
+        record.detail = provider_message(error)
+        said = explain(error, model)
+        tail = f" — retrying in {wait:.1f} s (attempt {record.attempt + 1} of {self.retries + 1})" \
+            if again else ""
+        self._say(self._line(record, f"{'refused' if record.outcome == 'overflow' else 'failed'}: {said}{tail}"))
+        return wait
+
+    def _done(self, record: Sent, message: Any) -> None:
+        usage = getattr(message, "usage_metadata", None) or {}
+        record.reported_input = usage.get("input_tokens")
+        record.output_tokens = usage.get("output_tokens")
+        calls = [tc.get("name") for tc in getattr(message, "tool_calls", None) or []]
+        bad = len(getattr(message, "invalid_tool_calls", None) or [])
+        reply = f"tool calls {calls}" if calls else "a text reply"
+        if bad:
+            reply += f" and {bad} malformed tool call(s)"
+        self._say(self._line(record, reply))
+
+    def _line(self, r: Sent, what: str) -> str:
+        retry = f" (retry {r.attempt - 1})" if r.attempt > 1 else ""
+        usage = ("usage not reported" if r.reported_input is None
+                 else f"provider: {r.reported_input:,} in, {r.output_tokens or 0:,} out")
+        shown = f" · {usage}" if r.outcome == "ok" else ""
+        return f"  request {r.number} · {r.who}{retry} · {r.tokens:,} tokens → {what}{shown}"
+
+    def _say(self, line: str) -> None:
+        if self.out is not None:
+            self.out(line)
+
+
+# -- the metered class: the model's own class with its calls wrapped ------------------------------
+
+
+def _usage_message(chunks: list) -> Any:
+    """The streamed reply as one message (its usage summed by langchain's chunk addition)."""
+    message = None
+    for chunk in chunks:
+        m = getattr(chunk, "message", chunk)
+        message = m if message is None else message + m
+    return message
+
+
+def _metered_class(cls: type, meter: Meter) -> type:
+    """A subclass of ``cls`` whose ``_generate`` / ``_stream`` (and async) go through ``meter``."""
+    base = BaseChatModel
+
+    def _send(self, messages, run_manager, kwargs, call):
+        """Run ``call`` (one attempt) under the meter; retries; returns what call returned."""
+        who = meter._who(run_manager)
+        tokens = meter.count(messages, kwargs.get("tools"))
+        attempt = 1
+        while True:
+            record = meter._admit(who, tokens, attempt)
+            try:
+                return record, call()
+            except BudgetExceeded:
+                raise
+            except Exception as error:
+                wait = meter._failed(record, error, self, sent_anything=False)
+                if wait is None:
+                    raise
+            meter.sleep(wait)
+            attempt += 1
+
+    def _generate(self, messages, stop=None, run_manager=None, **kwargs):
+        if _INSIDE.get():
+            return cls._generate(self, messages, stop=stop, run_manager=run_manager, **kwargs)
+
+        def call():
+            token = _INSIDE.set(True)
+            try:
+                return cls._generate(self, messages, stop=stop, run_manager=run_manager, **kwargs)
+            finally:
+                _INSIDE.reset(token)
+
+        record, result = _send(self, messages, run_manager, kwargs, call)
+        meter._done(record, result.generations[0].message if result.generations else None)
+        return result
+
+    async def _agenerate(self, messages, stop=None, run_manager=None, **kwargs):
+        if _INSIDE.get():
+            return await cls._agenerate(self, messages, stop=stop, run_manager=run_manager, **kwargs)
+        who, tokens, attempt = meter._who(run_manager), meter.count(messages, kwargs.get("tools")), 1
+        while True:
+            record = meter._admit(who, tokens, attempt)
+            token = _INSIDE.set(True)
+            try:
+                result = await cls._agenerate(self, messages, stop=stop, run_manager=run_manager, **kwargs)
+            except BudgetExceeded:
+                raise
+            except Exception as error:
+                wait = meter._failed(record, error, self, sent_anything=False)
+                if wait is None:
+                    raise
+            else:
+                meter._done(record, result.generations[0].message if result.generations else None)
+                return result
+            finally:
+                _INSIDE.reset(token)
+            await _asleep(meter, wait)
+            attempt += 1
+
+    def _stream(self, messages, stop=None, run_manager=None, **kwargs):
+        if _INSIDE.get():
+            yield from cls._stream(self, messages, stop=stop, run_manager=run_manager, **kwargs)
+            return
+        who, tokens, attempt = meter._who(run_manager), meter.count(messages, kwargs.get("tools")), 1
+        while True:
+            record, chunks = meter._admit(who, tokens, attempt), []
+            stream = cls._stream(self, messages, stop=stop, run_manager=run_manager, **kwargs)
+            try:
+                while True:
+                    token = _INSIDE.set(True)
+                    try:
+                        chunk = next(stream)
+                    except StopIteration:
+                        break
+                    finally:
+                        _INSIDE.reset(token)
+                    chunks.append(chunk)
+                    yield chunk
+            except BudgetExceeded:
+                raise
+            except Exception as error:
+                wait = meter._failed(record, error, self, sent_anything=bool(chunks))
+                if wait is None:
+                    raise
+                meter.sleep(wait)
+                attempt += 1
+                continue
+            meter._done(record, _usage_message(chunks))
+            return
+
+    async def _astream(self, messages, stop=None, run_manager=None, **kwargs):
+        if _INSIDE.get():
+            async for chunk in cls._astream(self, messages, stop=stop, run_manager=run_manager, **kwargs):
+                yield chunk
+            return
+        who, tokens, attempt = meter._who(run_manager), meter.count(messages, kwargs.get("tools")), 1
+        while True:
+            record, chunks = meter._admit(who, tokens, attempt), []
+            stream = cls._astream(self, messages, stop=stop, run_manager=run_manager, **kwargs)
+            try:
+                while True:
+                    token = _INSIDE.set(True)
+                    try:
+                        chunk = await stream.__anext__()
+                    except StopAsyncIteration:
+                        break
+                    finally:
+                        _INSIDE.reset(token)
+                    chunks.append(chunk)
+                    yield chunk
+            except BudgetExceeded:
+                raise
+            except Exception as error:
+                wait = meter._failed(record, error, self, sent_anything=bool(chunks))
+                if wait is None:
+                    raise
+                await _asleep(meter, wait)
+                attempt += 1
+                continue
+            meter._done(record, _usage_message(chunks))
+            return
+
+    namespace: dict[str, Any] = {"__module__": cls.__module__, "__qualname__": cls.__qualname__,
+                                 "__annotations__": {"labkit_meter": ClassVar[Meter]},
+                                 "labkit_meter": meter, "_generate": _generate, "_agenerate": _agenerate}
+    # only what the model implements: langchain streams a model whose _stream is its own
+    if cls._stream is not base._stream:
+        namespace["_stream"] = _stream
+    if cls._astream is not base._astream:
+        namespace["_astream"] = _astream
+    return type(cls)(cls.__name__, (cls,), namespace)
+
+
+async def _asleep(meter: Meter, seconds: float) -> None:
+    import asyncio
+
+    if meter.sleep is time.sleep:
+        await asyncio.sleep(seconds)
+    else:
+        meter.sleep(seconds)
+
+
+def _without_client_retries(model: BaseChatModel) -> BaseChatModel:
+    """A copy of ``model`` whose client sends each request once: the meter retries, visibly.
+    OpenAI's clients (and every OpenAI-compatible one) take ``with_options(max_retries=0)``;
+    a model with a ``max_retries`` field (Anthropic's) is copied with it at 0 and its cached
+    clients dropped. Any other model is copied as it is."""
+    root = getattr(model, "root_client", None)
+    if root is not None and hasattr(root, "with_options"):
+        copy = model.model_copy()
+        copy.root_client = root.with_options(max_retries=0)
+        copy.client = copy.root_client.chat.completions
+        aroot = getattr(model, "root_async_client", None)
+        if aroot is not None:
+            copy.root_async_client = aroot.with_options(max_retries=0)
+            copy.async_client = copy.root_async_client.chat.completions
+        return copy
+    if "max_retries" in type(model).model_fields:
+        copy = model.model_copy(update={"max_retries": 0})
+        for cached in ("_client", "_async_client"):
+            copy.__dict__.pop(cached, None)
+        return copy
+    return model.model_copy()
