@@ -18,7 +18,7 @@ from typing import Any
 
 from langchain_core.exceptions import ContextOverflowError
 
-__all__ = ["OVERFLOW_PHRASES", "OVERFLOW_STATUS", "explain", "is_overflow", "provider_message",
+__all__ = ["OVERFLOW_PHRASES", "OVERFLOW_STATUS", "explain", "is_overflow", "kind", "provider_message",
            "retry_after", "retryable", "status_of"]
 
 OVERFLOW_STATUS = frozenset({400, 413, 422})
@@ -133,6 +133,20 @@ def _refused_connection(error: BaseException) -> bool:
     return any(_kind(e) == "refused" for e in _chain(error))
 
 
+def kind(error: BaseException) -> str:
+    """The kind of error in a few words, e.g. "rate limited (429)" or "connection reset"."""
+    status = status_of(error)
+    names = {401: "authentication failed", 403: "permission denied", 404: "not found",
+             429: "rate limited"}
+    if is_overflow(error):
+        return "context overflow"
+    if status is not None:
+        return f"{names.get(status, 'server error' if status >= 500 else 'request refused')} ({status})"
+    kinds = {_kind(e) for e in _chain(error)}
+    words = {"refused": "connection refused", "timeout": "timeout", "reset": "connection reset"}
+    return next((w for k, w in words.items() if k in kinds), type(error).__name__)
+
+
 def _where(model: Any) -> tuple[str, str | None, str | None]:
     """(provider, the key's environment variable, base URL) of ``model``, as far as it says."""
     try:
@@ -146,20 +160,24 @@ def _where(model: Any) -> tuple[str, str | None, str | None]:
     return provider, keys.get(provider), str(url) if url else None
 
 
-def explain(error: BaseException, model: Any = None) -> str:
-    """One line: what kind of error, the provider's message, and what to do about it. Every "On
-    your model" section prints it instead of a traceback. Notebook 01.
+def explain(error: BaseException, model: Any = None, *, advice: bool = True) -> str:
+    """One line: what kind of error, the provider's message, and what to do about it (without it,
+    ``advice=False``: a retry's line). Every "On your model" section prints it instead of a
+    traceback. Notebook 01.
 
     Example:
-        >>> explain(ConnectionRefusedError("[Errno 111] Connection refused"))
-        'connection refused: [Errno 111] Connection refused — nothing answers at the model\\'s address: check LABKIT_BASE_URL, or start the server'
+        >>> explain(ConnectionRefusedError("[Errno 111] Connection refused"))[:58]
+        'connection refused: [Errno 111] Connection refused — noth'
     """
     provider, key, url = _where(model)
     message, status = provider_message(error), status_of(error)
     at = f" at {url}" if url else ""
-    name = getattr(model, "model_name", None) or getattr(model, "model", None) or os.environ.get("LABKIT_MODEL")
+    name = getattr(model, "model_name", None) or getattr(model, "model", None) \
+        or os.environ.get("LABKIT_MODEL")
     if type(error).__name__ == "BudgetExceeded":
         return str(error)
+    if not advice:
+        return f"{kind(error)}: {message}"
     if is_overflow(error):
         return (f"context overflow: {message} — the request was above the model's window: set "
                 "LABKIT_WINDOW to its real window so that compaction fires first")

@@ -25,7 +25,7 @@ from typing import Any, ClassVar
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage
 
-from labkit.errors import explain, is_overflow, provider_message, retry_after, retryable
+from labkit.errors import explain, is_overflow, kind, provider_message, retry_after, retryable
 from labkit.tokens import TokenCounter
 
 __all__ = ["BudgetExceeded", "Meter", "Sent"]
@@ -43,7 +43,8 @@ class BudgetExceeded(RuntimeError):
 class Sent:
     """One request the meter saw (notebook 01). ``tokens``: labkit's count of what it carried;
     ``reported_input`` / ``output_tokens``: the provider's usage, ``None`` when it reported none;
-    ``outcome``: ``"ok"``, ``"retried"``, ``"overflow"``, ``"failed"`` or ``"not sent"``."""
+    ``outcome``: ``"ok"``, ``"retried"``, ``"overflow"``, ``"failed"``, ``"not sent"`` (the cap
+    refused it) or ``"not delivered"`` (no connection: nothing reached the provider)."""
 
     number: int
     who: str
@@ -56,7 +57,7 @@ class Sent:
 
     @property
     def sent(self) -> bool:
-        return self.outcome != "not sent"
+        return self.outcome not in ("not sent", "not delivered")
 
 
 class Meter:
@@ -87,6 +88,7 @@ class Meter:
         self.stopped: str | None = None  # the line that said why the run stopped at the cap
         self.counter = TokenCounter()
         self._lock = threading.Lock()
+        self._out_lock = threading.Lock()  # children run in parallel: one whole line at a time
         self._parent: list[str | None] = []  # the agent name of the first request: the parent's
 
     # -- totals ------------------------------------------------------------------------------
@@ -153,12 +155,14 @@ class Meter:
         """Show a failed request; the seconds to wait before sending it again, or None."""
         again = not sent_anything and retryable(error) and record.attempt <= self.retries
         wait = min(retry_after(error, self.wait * record.attempt), self.max_wait) if again else None
-        record.outcome = "overflow" if is_overflow(error) else "retried" if again else "failed"
+        record.outcome = "overflow" if is_overflow(error) else "retried" if again \
+            else "not delivered" if kind(error) == "connection refused" else "failed"
         record.detail = provider_message(error)
-        said = explain(error, model)
+        said = explain(error, model, advice=not again)
         tail = f" — retrying in {wait:.1f} s (attempt {record.attempt + 1} of {self.retries + 1})" \
             if again else ""
-        self._say(self._line(record, f"{'refused' if record.outcome == 'overflow' else 'failed'}: {said}{tail}"))
+        verb = "refused" if record.outcome == "overflow" else "failed"
+        self._say(self._line(record, f"{verb}: {said}{tail}"))
         return wait
 
     def _done(self, record: Sent, message: Any) -> None:
@@ -181,7 +185,8 @@ class Meter:
 
     def _say(self, line: str) -> None:
         if self.out is not None:
-            self.out(line)
+            with self._out_lock:
+                self.out(line)
 
 
 # -- the metered class: the model's own class with its calls wrapped ------------------------------

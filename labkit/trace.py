@@ -22,6 +22,7 @@ from langchain.agents.middleware import AgentMiddleware, ModelRequest
 from langchain_core.messages import AIMessage, BaseMessage
 
 from labkit._token_cache import tool_calls_of
+from labkit.errors import is_overflow
 from labkit.tokens import PRICES, TokenCounter, cost, message_text
 
 __all__ = ["KINDS", "MESSAGE_KINDS", "CallRecord", "Recorder", "Request", "RunningMeasure",
@@ -61,7 +62,8 @@ class Request:
 class CallRecord:
     """One model call, measured. ``seen == sum(by_kind.values())``; ``stored`` counts
     ``state["messages"]`` (no system prompt, no tool schemas); ``reply`` is the text the model
-    returned (``None`` for a refused or replayed call); ``request`` is the request itself when the
+    returned (``None`` for a refused or replayed call); ``overflow`` says the error was a context
+    overflow, as ``labkit.errors.is_overflow`` recognises one; ``request`` is the request itself when the
     Recorder keeps them. Notebook 03."""
 
     index: int
@@ -75,6 +77,7 @@ class CallRecord:
     reported_input: int | None = None
     cost: float = 0.0
     error: str | None = None
+    overflow: bool = False  # the error was the provider saying "above the window" (labkit.errors)
     tool_calls: list[str] = field(default_factory=list)
     reply: str | None = field(default=None, compare=False)
     request: Request | None = field(default=None, repr=False, compare=False)
@@ -306,7 +309,7 @@ class Recorder(AgentMiddleware):
         try:
             response = handler(request)
         except Exception as e:
-            rec.error = f"{type(e).__name__}: {e}"
+            rec.error, rec.overflow = f"{type(e).__name__}: {e}", is_overflow(e)
             raise
         self._after(rec, response, self.price)
         return response
@@ -316,7 +319,7 @@ class Recorder(AgentMiddleware):
         try:
             response = await handler(request)
         except Exception as e:
-            rec.error = f"{type(e).__name__}: {e}"
+            rec.error, rec.overflow = f"{type(e).__name__}: {e}", is_overflow(e)
             raise
         self._after(rec, response, self.price)
         return response

@@ -1,12 +1,14 @@
-"""On your model: a lesson's key experiment on the learner's own model, at a budget named first.
+"""On your model: a lesson's key experiment on the learner's own model, at a budget that holds.
 
 Each notebook ends with one call, ``on_your_model(experiment)``. Unset ``LABKIT_MODEL``: it says how
-to switch and runs nothing. Set: it names the model and the window it assumes, estimates the input
-tokens from the same experiment on the lab model, refuses above ``LABKIT_BUDGET_TOKENS`` (default
-100,000), then runs the scaled-down experiment on your model with one line per model call, and lays
-both runs side by side. Checks are only what cannot depend on the model's choices; the rest is
-reported as observations. What it leaves out: the lesson's other cells (they stay on the lab
-model) and any retry of a refused call (the refusal is the observation).
+to switch and sends nothing. Set: it names the model and the window it assumes, estimates the input
+tokens from the same experiment on the lab model (every request: the agent's, summaries',
+subagents'), refuses above ``LABKIT_BUDGET_TOKENS`` (default 100,000), then runs the experiment on
+your model through a ``labkit.meter.Meter``: one line per request, and no request sent that would
+take the total over the budget — a model that loops stops there. Both runs side by side, with
+what was sent and what the provider reported; a provider's error is its message and what to do.
+Checks are only what cannot depend on the model's choices; the rest is reported as observations.
+What it leaves out: the lesson's other cells (they stay on the lab model).
 """
 
 from __future__ import annotations
@@ -21,6 +23,8 @@ from langchain.agents.middleware import AgentMiddleware
 
 from labkit import scenario
 from labkit.diagnose import diagnose
+from labkit.errors import kind
+from labkit.meter import BudgetExceeded, Meter, Sent
 from labkit.model import LabModel, describe, get_model
 from labkit.tables import Table
 from labkit.tokens import cost
@@ -38,11 +42,11 @@ _HOW = ("On your model: set LABKIT_MODEL=provider:model (and its key; for an end
 class Experiment:
     """A lesson's key experiment, scaled down so that it is cheap on a real model. Notebook 01.
 
-    ``run(model, middleware)`` runs it on ``model`` with the extra middleware appended (the
-    progress printer) and returns the ``scenario.Run``; ``window`` is the window the experiment
-    assumes (``lab_options`` go to the lab model's run); ``checks(run)`` returns what went wrong among the
-    things that do not depend on the
-    model's choices (an empty list: all held); ``observe(run)`` describes what the model chose.
+    ``run(model, middleware)`` runs it on ``model`` (metered: every request it sends is counted
+    and capped) with the extra middleware appended, and returns the ``scenario.Run``; ``window``
+    is the window the experiment assumes (``lab_options`` go to the lab model's run);
+    ``checks(run)`` returns what went wrong among the things that do not depend on the model's
+    choices (an empty list: all held); ``observe(run)`` describes what the model chose.
     """
 
     name: str
@@ -55,7 +59,8 @@ class Experiment:
 
 @dataclass
 class Outcome:
-    """Both runs of an experiment, and what was checked and seen. Notebook 01."""
+    """Both runs of an experiment, every request each sent, and what was checked and seen.
+    Notebook 01."""
 
     experiment: str
     lab: scenario.Run
@@ -65,49 +70,82 @@ class Outcome:
     problems: list[str] = field(default_factory=list)
     observations: list[str] = field(default_factory=list)
     findings: list = field(default_factory=list)  # diagnose() on your run
+    lab_requests: list[Sent] = field(default_factory=list)
+    requests: list[Sent] = field(default_factory=list)  # yours: every request, sent or not
+    budget: int | None = None
+    stopped: str | None = None  # the line that stopped your run at the budget
+
+    @property
+    def sent(self) -> int:
+        """Input tokens your run sent in all (labkit's count): every request, retries included."""
+        return sum(r.tokens for r in self.requests if r.sent)
 
     def table(self) -> Table:
-        """One row per run: model calls, peak request, input tokens in all, outcome."""
-        runs = [("lab model", self.lab)] + ([("your model", self.yours)] if self.yours else [])
-        return Table([{"run": name, "model calls": len(r.records), "peak request": r.peak,
-                       "input tokens": sum(x.seen for x in r.records if not x.error),
-                       "ended with": type(r.error).__name__ if r.error else "no error"}
-                      for name, r in runs])
+        """One row per run: requests (summaries and subagents among them), input tokens sent by
+        labkit's count and as the provider reported them, output tokens, the largest request, and
+        how the run ended. A usage the provider did not report is shown as missing, never as 0."""
+        runs = [("lab model", self.lab, self.lab_requests)]
+        runs += [("your model", self.yours, self.requests)] if self.yours is not None else []
+        return Table([{"run": name, **totals(requests), "ended with": _ending(run.error)}
+                      for name, run, requests in runs])
 
     def figure(self, window: int | None = None) -> go.Figure:
-        """Tokens each model call sent, lab model (dotted) and yours (solid); refused calls as x."""
+        """Tokens each request carried, lab model (dotted) and yours (solid): the agent's as
+        circles, summaries as diamonds, subagents' as squares, refused or unsent ones as x."""
         fig = go.Figure()
-        runs = [("lab model", self.lab, "dot")]
-        runs += [("your model", self.yours, "solid")] if self.yours else []
-        for name, run, dash in runs:
-            fig.add_scatter(x=[r.index for r in run.records], y=[r.seen for r in run.records], name=name,
+        runs = [("lab model", self.lab_requests, "dot")]
+        runs += [("your model", self.requests, "solid")] if self.yours is not None else []
+        for name, requests, dash in runs:
+            fig.add_scatter(x=[r.number for r in requests], y=[r.tokens for r in requests], name=name,
                             mode="lines+markers", line={"dash": dash},
-                            marker={"symbol": ["x" if r.error else "circle" for r in run.records]})
+                            marker={"symbol": [_symbol(r) for r in requests], "size": 8})
         if window:
             fig.add_hline(y=window, line={"dash": "dash", "color": "grey"}, annotation_text="window")
-        fig.update_layout(title=f"{self.experiment}: tokens sent per model call", xaxis_title="model call",
-                          yaxis_title="tokens sent", template="plotly_white", height=380)
+        fig.update_layout(title=f"{self.experiment}: tokens each request carried", xaxis_title="request",
+                          yaxis_title="tokens", template="plotly_white", height=380)
         return fig
 
 
-class _Progress(AgentMiddleware):
-    """Prints one line per model call of the real run: its number and what came back."""
+def totals(requests: Sequence[Sent]) -> dict[str, Any]:
+    """A table row's numbers for one run's requests (notebook 01): requests sent, how many were
+    summary calls and subagents' calls, how many were refused or failed, input tokens sent
+    (labkit's count, every request that left), the provider's count of the answered ones and its
+    output tokens (``"not reported"`` when it gave none, or how many answers it reported), and
+    the largest request."""
+    sent = [r for r in requests if r.sent]
+    answered = [r for r in sent if r.outcome == "ok"]
 
-    name = "labkit.Progress"
+    def reported(values: list[int | None]) -> str | int:
+        known = [v for v in values if v is not None]
+        if not answered:
+            return "no answer"
+        if len(known) == len(answered):
+            return sum(known)
+        return "not reported" if not known else f"{sum(known):,} ({len(known)} of {len(answered)} reported)"
 
-    def __init__(self, out: Callable[[str], Any]) -> None:
-        super().__init__()
-        self.out, self.calls = out, 0
+    return {"requests": len(sent),
+            "summary calls": sum(r.who.startswith("summary") for r in sent),
+            "subagent calls": sum(r.who.startswith("subagent") for r in sent),
+            "refused or failed": len(sent) - len(answered),
+            "input tokens sent": sum(r.tokens for r in sent),
+            "provider's input count": reported([r.reported_input for r in answered]),
+            "output tokens": reported([r.output_tokens for r in answered]),
+            "largest request": max((r.tokens for r in sent), default=0)}
 
-    def wrap_model_call(self, request, handler):
-        self.calls += 1
-        response = handler(request)
-        inner = getattr(response, "model_response", response)  # a middleware may have wrapped it
-        message = inner.result[-1] if getattr(inner, "result", None) else None
-        calls = [tc["name"] for tc in getattr(message, "tool_calls", None) or []]
-        self.out(f"  call {self.calls}: {len(request.messages)} messages sent → "
-                 + (f"tool calls {calls}" if calls else "a text reply"))
-        return response
+
+def _symbol(r: Sent) -> str:
+    if r.outcome != "ok":
+        return "x"
+    kinds = {"summary": "diamond", "subagent": "square"}
+    return next((symbol for kind, symbol in kinds.items() if r.who.startswith(kind)), "circle")
+
+
+def _ending(error: BaseException | None) -> str:
+    if error is None:
+        return "no error"
+    if isinstance(error, BudgetExceeded):
+        return "stopped at the budget"
+    return kind(error)
 
 
 def active() -> str:
@@ -116,8 +154,11 @@ def active() -> str:
     if not os.environ.get("LABKIT_MODEL", "").strip():
         return ("On your model: LABKIT_MODEL is not set, so every cell runs on the lab model "
                 "(offline, scripted).")
-    return (f"On your model: the last section runs on {describe(get_model())}; "
-            "the other cells on the lab model.")
+    try:
+        return (f"On your model: the last section runs on {describe(get_model())}; "
+                "the other cells on the lab model.")
+    except (ValueError, ImportError, RuntimeError) as e:  # said here, and again where it runs
+        return f"On your model: LABKIT_MODEL is set, but {e}"
 
 
 def budget() -> int:
@@ -140,33 +181,60 @@ def on_your_model(experiment: Experiment, *, model: Any = None, price: str | tup
 
     ``model``: your chat model (default: ``get_model()`` when ``LABKIT_MODEL`` is set, else none).
     The estimate is what the same experiment sent the lab model in all (summary calls and
-    subagents included); a real model may call fewer or more tools. Returns an :class:`Outcome`; nothing
-    is sent above :func:`budget`.
+    subagents included); a real model may send fewer or more. Your run goes through a
+    ``labkit.meter.Meter`` capped at :func:`budget`: the request that would take the input tokens
+    sent over it is not sent, whatever the model does, and the run stops with one line. A
+    provider's error (a bad key, a rate limit, a server that is down …) is printed as its message
+    and what to do; the run so far is still shown, checked and diagnosed. Returns an :class:`Outcome`.
     """
-    lab_model = LabModel(window=experiment.window, **experiment.lab_options)
-    lab = experiment.run(lab_model, ())
-    # every call the lab model answered — summary calls and subagents' calls included
-    estimate = sum(c.input_tokens for c in lab_model.calls if not c.error)
-    outcome = Outcome(experiment.name, lab, estimate)
+    lab_meter = Meter(out=None)
+    lab = experiment.run(lab_meter.attach(LabModel(window=experiment.window, **experiment.lab_options)), ())
+    outcome = Outcome(experiment.name, lab, lab_meter.sent, lab_requests=lab_meter.requests)
     if model is None and not os.environ.get("LABKIT_MODEL", "").strip():
         out(_HOW)
         return outcome
-    model = get_model() if model is None else model
-    limit = budget()
-    profile = getattr(model, "profile", None) or {}
-    window = profile.get("max_input_tokens") if isinstance(profile, dict) else None
-    out(f"Your model: {getattr(model, 'model_name', None) or type(model).__name__}; window "
-        f"{f'{window:,}' if window else 'unknown (no profile: set LABKIT_WINDOW)'}. "
-        f"Estimate: about {estimate:,} input tokens (≈ ${cost(estimate, 0, price):.3f} at {price} prices); "
-        f"budget {limit:,} ({BUDGET_ENV}).")
+    try:
+        model = get_model() if model is None else model
+        limit = outcome.budget = budget()
+    except (ValueError, ImportError, RuntimeError) as e:  # a setting to fix: said, not raised
+        outcome.refused = f"not run: {e}. Nothing was sent."
+        out(outcome.refused)
+        return outcome
+    estimate = outcome.estimate
+    out(f"Your model: {describe(model)}. Estimate: about {estimate:,} input tokens (≈ "
+        f"${cost(estimate, 0, price):.3f} at {price} prices); budget {limit:,} ({BUDGET_ENV}), a cap "
+        "on every request sent.")
     if estimate > limit:
         outcome.refused = (f"not run: the estimate ({estimate:,} tokens) is above the budget ({limit:,}); "
                            f"raise {BUDGET_ENV} to run it")
         out(outcome.refused)
         return outcome
-    outcome.yours = experiment.run(model, (_Progress(out),))
-    outcome.problems = experiment.checks(outcome.yours)
-    outcome.observations = experiment.observe(outcome.yours)
+    meter = Meter(cap=limit, out=out)
+    outcome.requests = meter.requests
+    outcome.yours = experiment.run(meter.attach(model), ())
+    outcome.stopped = meter.stopped
+    _report(outcome, experiment, model, out)
+    return outcome
+
+
+def _report(outcome: Outcome, experiment: Experiment, model: Any, out: Callable[[str], Any]) -> None:
+    """What the run sent and how it ended, then checks, observations and diagnose()."""
+    row = totals(outcome.requests)
+    answered = [r for r in outcome.requests if r.outcome == "ok"]
+    theirs = row["provider's input count"]
+    n = row["requests"]
+    out(f"Sent {n} request{'s' * (n != 1)}, {row['input tokens sent']:,} input tokens by labkit's count, "
+        f"of a {outcome.budget:,}-token budget"
+        + (f"; for the {len(answered)} answered, labkit counted {sum(r.tokens for r in answered):,} and "
+           f"the provider {f'{theirs:,}' if isinstance(theirs, int) else theirs}." if answered else "."))
+    error = outcome.yours.error
+    if error is not None and not isinstance(error, BudgetExceeded):
+        failed = next((r for r in reversed(outcome.requests)
+                       if r.outcome in ("failed", "overflow", "not delivered")), None)
+        where = f"request {failed.number}, above" if failed else "its last request"
+        out(f"Your run ended early: {kind(error)} (see {where}).")
+    outcome.problems = _safely(experiment.checks, outcome.yours, "a check")
+    outcome.observations = _safely(experiment.observe, outcome.yours, "an observation")
     outcome.findings = diagnose(outcome.yours, model)
     for line in outcome.problems:
         out(f"✗ {line}")
@@ -174,4 +242,11 @@ def on_your_model(experiment: Experiment, *, model: Any = None, price: str | tup
         out(f"· {line}")
     for finding in outcome.findings:
         out(f"diagnose: {finding.key} — {finding.evidence()}")
-    return outcome
+
+
+def _safely(read: Callable[[scenario.Run], list[str]], run: scenario.Run, what: str) -> list[str]:
+    """``read(run)``; a reader that cannot read this run is reported as a line, not raised."""
+    try:
+        return list(read(run))
+    except Exception as e:
+        return [f"{what} could not read your run ({type(e).__name__}: {e}): a labkit bug, please report it"]

@@ -24,6 +24,7 @@ from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
 from labkit import scenario
 from labkit.diagnose.rows import EVIDENCE, LANGUAGES, Row, check_language, row
+from labkit.errors import is_overflow, status_of
 from labkit.model import InvalidHistoryError
 from labkit.tables import Table
 from labkit.tokens import count_tokens
@@ -61,7 +62,9 @@ def _ok(run) -> list:
 
 
 def _overflowed(record) -> bool:
-    return bool(record.error) and record.error.startswith(ContextOverflowError.__name__)
+    """Was this call refused as above the window (a record saved before the flag: by its text)?"""
+    return bool(record.error) and (getattr(record, "overflow", False)
+                                   or record.error.startswith(ContextOverflowError.__name__))
 
 
 def _largest_result(messages) -> tuple[int, str]:
@@ -73,7 +76,7 @@ def _largest_result(messages) -> tuple[int, str]:
 
 
 def _hard_overflow(run, score, model, limits) -> Finding | None:
-    if not isinstance(run.error, ContextOverflowError):
+    if run.error is None or not is_overflow(run.error):
         return None
     failed = next((r for r in reversed(run.records) if r.error), None)
     largest, tool = _largest_result(run.messages)
@@ -85,7 +88,7 @@ def _hard_overflow(run, score, model, limits) -> Finding | None:
 def _orphan(run, score, model, limits) -> Finding | None:
     error = run.error
     text = str(error)
-    provider_400 = getattr(error, "status_code", None) == 400 and "tool" in text.lower()
+    provider_400 = status_of(error) == 400 and "tool" in text.lower() and not is_overflow(error)
     if error is None or not (isinstance(error, InvalidHistoryError) or provider_400):
         return None
     failed = next((r for r in reversed(run.records) if r.error), None)

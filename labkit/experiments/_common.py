@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
+from langchain_core.messages.utils import get_buffer_string
+
 from labkit import scenario
-from labkit.summarize import SummarizeMiddleware
+from labkit.summarize import SummarizeMiddleware, events_of
 from labkit.trace import Recorder
 
-__all__ = ["FIRST_TURN", "WINDOW", "compacting", "fetched"]
+__all__ = ["FIRST_TURN", "WINDOW", "archived", "compacting", "fetched"]
 
 FIRST_TURN = scenario.TURNS[:1]
 WINDOW = 32_000  # the window the experiments assume for the lab model, and give the summarizer
@@ -30,3 +32,18 @@ def fetched(run: scenario.Run) -> str:
     """An observation: how many exports the model fetched, in how many calls."""
     n = len(run.tool_calls("fetch_market_data"))
     return f"it fetched {n} of 5 exports in {len(run.records)} model calls"
+
+
+def archived(run: scenario.Run) -> list[str]:
+    """A check: every message each compaction folded is in its archive, word for word. (The
+    archive may hold more: a run stopped between writing a section and its summary call — at the
+    budget, say — leaves that section without an event; nothing is lost.)"""
+    problems = []
+    for e in events_of(run.state):
+        archive = run.files.get(e.archive, "") if e.archive else None
+        if archive is None:
+            continue
+        lost = [m for m in run.messages[:e.cut] if get_buffer_string([m], format="xml") not in archive]
+        if lost:
+            problems.append(f"compaction {e.number}: {len(lost)} folded messages are not in {e.archive}")
+    return problems

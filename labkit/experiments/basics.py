@@ -190,8 +190,10 @@ def tool_tax(keep: tuple[str, ...] = ("read_file", "write_file", "edit_file", "g
 
 
 def _orphans(messages: list[BaseMessage]) -> int:
-    """Tool results that answer no tool call among ``messages``."""
-    calls = {tc["id"] for m in messages for tc in getattr(m, "tool_calls", None) or []}
+    """Tool results that answer no tool call among ``messages`` (a malformed call counts as a
+    call: langchain answers it with an error, and it is sent with its arguments as they came)."""
+    calls = {tc.get("id") for m in messages for tc in [*(getattr(m, "tool_calls", None) or []),
+                                                       *(getattr(m, "invalid_tool_calls", None) or [])]}
     return sum(1 for m in messages if isinstance(m, ToolMessage) and m.tool_call_id not in calls)
 
 

@@ -9,8 +9,10 @@ the lessons' other runs, and any judgement of the model's wording.
 
 from __future__ import annotations
 
+from collections import Counter
+
 from labkit import scenario
-from labkit.experiments._common import FIRST_TURN, compacting, fetched
+from labkit.experiments._common import FIRST_TURN, archived, compacting, fetched
 from labkit.isolate import IsolateMiddleware, SubagentSpec
 from labkit.offload import OFFLOADED, OffloadMiddleware, unwrap
 from labkit.summarize import events_of
@@ -51,16 +53,7 @@ def offloading(limit: int = 1_500, scale: float = 0.1) -> Experiment:
 
 def summarization(trigger: int = 6_000, keep: int = 4, scale: float = 0.05) -> Experiment:
     """Notebook 07: compaction at ``trigger`` tokens, keeping ``keep`` messages; your model writes
-    the summaries too. Checks: each compaction's archive holds exactly the messages it folded."""
-
-    def checks(run: scenario.Run) -> list[str]:
-        events = events_of(run.state)
-        if not events or events[-1].archive is None:
-            return []
-        archive = run.files.get(events[-1].archive, "")
-        folded = sum(1 for _ in run.messages[:events[-1].cut])
-        held = archive.count("<message type=")
-        return [] if held == folded else [f"the archive holds {held} messages, {folded} were folded"]
+    the summaries too. Checks: each compaction's archive holds every message it folded, word for word."""
 
     def observe(run: scenario.Run) -> list[str]:
         events = events_of(run.state)
@@ -69,7 +62,7 @@ def summarization(trigger: int = 6_000, keep: int = 4, scale: float = 0.05) -> E
 
     return Experiment(
         f"compaction at {trigger:,} tokens keeping {keep} messages, exports at {scale:.0%}",
-        window=32_000, checks=checks, observe=observe,
+        window=32_000, checks=archived, observe=observe,
         run=compacting(("tokens", trigger), ("messages", keep), scale=scale))
 
 
@@ -86,13 +79,16 @@ def isolation(scale: float = 0.02) -> Experiment:
 
     def checks(run: scenario.Run) -> list[str]:
         children = made[-1].children
-        own = {tc["id"] for tc in run.tool_calls()}
+        # the parent's own calls, malformed ones included: langchain answers those with an error
+        own = {tc.get("id") for m in run.messages if m.type == "ai"
+               for tc in [*m.tool_calls, *getattr(m, "invalid_tool_calls", [])]}
         stray = [m for m in run.messages if m.type == "tool" and m.tool_call_id not in own]
-        replies = [m for m in run.messages if m.type == "tool" and m.name == "task"]
+        replies = Counter(m.tool_call_id for m in run.messages if m.type == "tool" and m.name == "task")
         problems = [f"{len(stray)} tool results in the parent's messages answer no call of its own"] \
             if stray else []
-        if len(replies) != len(children):
-            problems.append(f"{len(children)} children ran but {len(replies)} task replies came back")
+        unanswered = [c.subagent_type for c in children if replies[c.tool_call_id] != 1]
+        if unanswered and run.error is None:  # a run stopped mid-task has children not yet answered
+            problems.append(f"{len(unanswered)} of {len(children)} children did not come back as one message")
         return problems
 
     def observe(run: scenario.Run) -> list[str]:

@@ -19,7 +19,7 @@ from langchain_core.messages.utils import get_buffer_string
 from labkit import prompts, scenario
 from labkit._paths import HISTORY_DIR
 from labkit.evals import anchor_calls, needle_source
-from labkit.experiments._common import FIRST_TURN, compacting, fetched
+from labkit.experiments._common import FIRST_TURN, archived, compacting, fetched
 from labkit.model import PROGRESS_PATH, PROGRESS_PROMPT
 from labkit.offload import OffloadMiddleware
 from labkit.summarize import MANUAL_TOOL, SummarizeMiddleware, events_of
@@ -37,19 +37,6 @@ class _ReadOnlyBackend(StateBackend):
 
     def write(self, file_path, content):
         raise PermissionError(f"{file_path}: read-only file system")
-
-
-def _archived(run: scenario.Run) -> list[str]:
-    """A check: every message each compaction folded is in its archive, word for word."""
-    problems = []
-    for e in events_of(run.state):
-        archive = run.files.get(e.archive, "") if e.archive else None
-        if archive is None:
-            continue
-        lost = [m for m in run.messages[:e.cut] if get_buffer_string([m], format="xml") not in archive]
-        if lost:
-            problems.append(f"compaction {e.number}: {len(lost)} folded messages are not in {e.archive}")
-    return problems
 
 
 def _compactions(run: scenario.Run) -> str:
@@ -78,7 +65,7 @@ def summary_itself(trigger: int = 6_000, keep: int = 4, scale: float = 0.05) -> 
 
     return Experiment(
         f"your model's summaries at {trigger:,} tokens, exports at {scale:.0%}", window=_WINDOW,
-        checks=_archived, observe=observe,
+        checks=archived, observe=observe,
         run=lambda model, extra: scenario.run(
             model, middleware=[_summarize(model, trigger, keep), *extra], turns=FIRST_TURN,
             export_scale=scale))
@@ -124,7 +111,7 @@ def anchors(trigger: int = 8, keep: int = 4, scale: float = 0.01) -> Experiment:
         missing = [r.index for r in run.records if r.request is None or r.request.system is None
                    or PROGRESS_PROMPT not in r.request.system.text]
         problems = [f"calls {missing} were sent without the anchor's instruction"] if missing else []
-        return problems + _archived(run)
+        return problems + archived(run)
 
     def observe(run: scenario.Run) -> list[str]:
         fetches = Counter(tc["args"].get("ticker") for tc in run.tool_calls("fetch_market_data"))
@@ -189,8 +176,8 @@ def needle_recovery(scale: float = 0.02) -> Experiment:
 
 def without_deletion(scale: float = 0.05) -> Experiment:
     """Notebook 09: compaction every 6 messages, keeping 2. Checks: state still holds the whole
-    conversation (the user's request first, every tool call answered), and the archive holds each
-    folded message exactly once — whatever the model does between compactions."""
+    conversation (the user's request first, every tool call answered), and the archive holds every
+    folded message word for word — whatever the model does between compactions."""
 
     def checks(run: scenario.Run) -> list[str]:
         problems = []
@@ -199,12 +186,7 @@ def without_deletion(scale: float = 0.05) -> Experiment:
         answered = {m.tool_call_id for m in run.messages if m.type == "tool"}
         if {tc["id"] for tc in run.tool_calls()} - answered:
             problems.append("a tool call in state has no result: a message was deleted")
-        events = events_of(run.state)
-        if events and events[-1].archive:
-            held = run.files.get(events[-1].archive, "").count("<message type=")
-            if held != events[-1].cut:
-                problems.append(f"the archive holds {held} messages; {events[-1].cut} were folded")
-        return problems
+        return problems + archived(run)
 
     def observe(run: scenario.Run) -> list[str]:
         events = events_of(run.state)

@@ -22,6 +22,7 @@ from typing import Any
 from langchain_core.exceptions import ContextOverflowError
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, messages_from_dict, messages_to_dict
 
+from labkit.errors import is_overflow
 from labkit.prompts import GOAL_LOST
 from labkit.scenario.data import _ticker, companies, needle
 from labkit.scenario.texts import NEEDLE_QUESTION, REPORT_PATH, RISKS_PATH
@@ -190,7 +191,8 @@ class Run:
         records = [{f.name: getattr(r, f.name) for f in fields(r) if f.name != "request"}
                    for r in self.records]
         error = None if self.error is None else {"type": type(self.error).__name__,
-                                                 "message": str(self.error)}
+                                                 "message": str(self.error),
+                                                 "overflow": is_overflow(self.error)}
         data = {"format": _FORMAT, "messages": messages_to_dict(self.messages), "files": self.files,
                 "records": records, "turns_completed": self.turns_completed, "error": error}
         path.write_text(json.dumps(data, ensure_ascii=False, separators=(",", ":")), encoding="utf-8")
@@ -202,12 +204,14 @@ _FORMAT = "labkit.run/1"
 
 def _error(saved: dict | None) -> BaseException | None:
     """The saved error as an exception of the same name (``ContextOverflowError`` itself, so the
-    clinic recognizes an overflow; any other type is a stand-in that only carries its name)."""
+    clinic recognizes an overflow; any other type is a stand-in that only carries its name — a
+    ``ContextOverflowError`` too when the save recognised it as one, e.g. OpenAI's 400)."""
     if saved is None:
         return None
     if saved["type"] == ContextOverflowError.__name__:
         return ContextOverflowError(saved["message"])
-    return type(saved["type"], (Exception,), {"__module__": "labkit.scenario.saved"})(saved["message"])
+    base = ContextOverflowError if saved.get("overflow") else Exception
+    return type(saved["type"], (base,), {"__module__": "labkit.scenario.saved"})(saved["message"])
 
 
 def load_run(path: str | Path) -> Run:

@@ -32,6 +32,7 @@ from langgraph.types import Command
 
 from labkit import prompts
 from labkit._sizes import check_fraction, check_limit, check_size, size_threshold
+from labkit.errors import is_overflow
 from labkit.summarize.archive import (
     archive_owner,
     archive_path,
@@ -58,7 +59,7 @@ from labkit.summarize.policy import (
 from labkit.tokens import TokenCounter, encoding
 from labkit.trace import RunningMeasure
 
-__all__ = ["SummarizeMiddleware", "is_overflow"]
+__all__ = ["SummarizeMiddleware", "is_overflow"]  # is_overflow: labkit.errors's, as before
 
 
 class _State(FilesystemState):
@@ -304,17 +305,6 @@ class SummarizeMiddleware(AgentMiddleware):
 
 
 # -- helpers of the middleware --------------------------------------------------------------------
-
-
-def is_overflow(error: BaseException) -> bool:
-    """Is ``error`` a provider saying the request is above the window? langchain's
-    ``ContextOverflowError``, or a provider error that names ``context_length_exceeded`` in its code
-    or body (OpenAI's client raises a plain ``BadRequestError`` for it). Notebook 11."""
-    if isinstance(error, ContextOverflowError):
-        return True
-    body = getattr(error, "body", None)
-    codes = {getattr(error, "code", None), (body or {}).get("code") if isinstance(body, dict) else None}
-    return "context_length_exceeded" in codes
 
 
 def _chat_model(model: Any) -> BaseChatModel:
