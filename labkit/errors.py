@@ -64,9 +64,7 @@ def is_overflow(error: BaseException) -> bool:
         return True
     if status_of(error) not in OVERFLOW_STATUS:
         return False
-    text = " ".join(str(e) for e in _chain(error)).lower()
-    body = getattr(error, "body", None)
-    text += " " + str(body).lower() if body is not None else ""
+    text = str(error).lower()
     return any(phrase in text for phrase in OVERFLOW_PHRASES)
 
 

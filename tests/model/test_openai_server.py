@@ -7,8 +7,6 @@ provider's 400 on overflow) and an agent loop driven by a model that stops early
 
 from __future__ import annotations
 
-import json
-
 import openai
 import pytest
 from langchain_core.exceptions import ContextOverflowError
@@ -18,7 +16,7 @@ from labkit import get_model, scenario
 from labkit.model import describe
 from labkit.summarize import SummarizeMiddleware, events_of
 from labkit.trace import Recorder
-from tests.openai_server import INVENTED, OpenAIServer, policy
+from tests.openai_server import INVENTED, OpenAIServer, policy, prompt_tokens
 
 
 @pytest.fixture
@@ -41,8 +39,8 @@ def test_a_plain_invoke_reports_usage(model, openai_server):
     reply = model.invoke("hello")
     body = openai_server.chat_requests[-1]
     assert body["model"] == "fake-model" and not body.get("stream")
-    prompt = len(json.dumps(body["messages"])) // 4
-    assert reply.usage_metadata["input_tokens"] == prompt, "prompt tokens are the server's estimate"
+    prompt = prompt_tokens(body["messages"], body.get("tools", []))
+    assert reply.usage_metadata["input_tokens"] == prompt == 3 + 3 + 1, "OpenAI's recipe: 3 + 3 + 'hello'"
     assert reply.content.startswith("Summary:"), "no tools offered: a short text answer"
 
 
@@ -138,7 +136,7 @@ def test_summarize_treats_openais_context_length_error_as_an_overflow(monkeypatc
         monkeypatch.setenv("OPENAI_API_KEY", "dummy")
         model = get_model(max_retries=0)
         summarize = SummarizeMiddleware(model, trigger=("tokens", 1_000_000), keep=("messages", 2))
-        run = scenario.run(model, middleware=[summarize], turns=scenario.TURNS[:1], export_scale=0.2)
+        run = scenario.run(model, middleware=[summarize], turns=scenario.TURNS[:1], export_scale=0.1)
         refused = [r for r in run.records if r.error]
     events = events_of(run.state)
     assert refused and "maximum context length" in refused[0].error

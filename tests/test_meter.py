@@ -1,0 +1,195 @@
+"""labkit.meter: the budget is a cap on what is sent, whatever the model does, and what it shows is
+what the server received — held to the project's OpenAI-compatible server (tests/openai_server.py),
+which counts every prompt its own way (OpenAI's recipe), through langchain's real HTTP client."""
+
+from __future__ import annotations
+
+import asyncio
+import warnings
+
+import pytest
+from langchain_core.messages import HumanMessage
+from langchain_openai import ChatOpenAI
+
+from labkit import LabModel, experiments, scenario
+from labkit.meter import BudgetExceeded, Meter
+from labkit.trace import Recorder
+from labkit.yourmodel import DEFAULT_BUDGET, on_your_model
+from tests.openai_server import OpenAIServer
+
+TOLERANCE = 0.05  # labkit's o200k count against the server's: the issue's tokenizer tolerance
+LOOPING = ["summarization", "without_deletion", "needle_recovery", "anchors", "cutting_safely",
+           "summary_itself", "clinic"]
+
+
+def chat(server: OpenAIServer, **kwargs) -> ChatOpenAI:
+    return ChatOpenAI(model="fake-model", base_url=server.base_url, api_key="dummy", stream_usage=True,
+                      **kwargs)
+
+
+@pytest.fixture
+def your_model(monkeypatch):
+    """Point LABKIT_MODEL at a server: ``your_model(server)``; the budget is the default."""
+    monkeypatch.delenv("LABKIT_BUDGET_TOKENS", raising=False)
+
+    def point(server: OpenAIServer) -> None:
+        for key, value in {"LABKIT_MODEL": "openai:fake-model", "LABKIT_BASE_URL": server.base_url,
+                           "OPENAI_API_KEY": "dummy", "LABKIT_WINDOW": "64000"}.items():
+            monkeypatch.setenv(key, value)
+
+    return point
+
+
+def run_quietly(experiment):
+    lines: list[str] = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the clinic's archive write fails by design
+        return on_your_model(experiment, out=lines.append), lines
+
+
+@pytest.mark.parametrize("name", LOOPING)
+def test_a_looping_model_stops_at_the_budget_not_the_recursion_limit(name, your_model):
+    """The server's ``loop`` fetches again whatever a compaction hid, without end (and sends a
+    malformed call now and then): the default budget stops it, one line says so, and the server
+    received no more than the budget (within the tokenizer tolerance)."""
+    with OpenAIServer(window=64_000, behaviours=("loop", "bad_args")) as server:
+        your_model(server)
+        outcome, lines = run_quietly(getattr(experiments, name)())
+    assert isinstance(outcome.yours.error, BudgetExceeded), "the run ended at the budget"
+    assert outcome.sent <= DEFAULT_BUDGET, "labkit sent no more than the budget, by its count"
+    assert server.received <= DEFAULT_BUDGET * (1 + TOLERANCE), "nor by the server's"
+    assert abs(outcome.sent - server.received) <= TOLERANCE * server.received
+    stops = [line for line in lines if line.startswith("Stopped before request")]
+    assert len(stops) == 1 and "LABKIT_BUDGET_TOKENS" in stops[0], "one line says where and why"
+    assert outcome.table().rows[1]["ended with"] == "stopped at the budget"
+    assert not outcome.problems, outcome.problems
+
+
+def test_one_line_per_request_and_totals_the_server_agrees_with(your_model):
+    """Parent, summary and subagent requests each get a line, and the table's input total is what
+    the server received: isolation (subagents) and summarization (summary calls)."""
+    for make, who, behaviours in ((experiments.isolation, "subagent researcher", ()),
+                                  (experiments.summarization, "summary", ("loop",))):
+        with OpenAIServer(window=64_000, behaviours=behaviours) as server:
+            your_model(server)
+            outcome, lines = run_quietly(make())
+        shown = [line for line in lines if line.startswith("  request ")]
+        assert len(shown) == len(server.chat_requests) == sum(r.sent for r in outcome.requests)
+        assert any(f"· {who} ·" in line for line in shown) and any("· parent ·" in line for line in shown)
+        row = outcome.table().rows[1]
+        assert row["requests"] == len(server.chat_requests)
+        assert row["provider's input count"] == server.received, "the server's usage, summed"
+        assert abs(row["input tokens sent"] - server.received) <= TOLERANCE * server.received
+
+
+def test_retries_are_shown_counted_and_capped(your_model):
+    """A 429 (Retry-After: 0) and a 500 on requests 2 and 3 (the second call, tried three times),
+    a reset on request 5: each is a line saying it is retried, each counted as sent (the server
+    received it), and the run goes on."""
+    with OpenAIServer(window=64_000, failures={2: "429", 3: "500", 5: "reset"}) as server:
+        your_model(server)
+        outcome, lines = run_quietly(experiments.token_counts())
+    retried = [line for line in lines if "retrying in" in line]
+    assert [line.split("failed: ")[1].split(":")[0] for line in retried] == [
+        "rate limited (429)", "server error (500)", "connection reset"]
+    assert outcome.yours.error is None and outcome.requests[1].outcome == "retried"
+    assert sum(r.sent for r in outcome.requests) == len(server.chat_requests)
+    assert abs(outcome.sent - server.received) <= TOLERANCE * server.received
+
+
+@pytest.mark.parametrize(("server_kwargs", "expected"), [
+    ({"key": "sk-right"}, ["authentication failed (401)", "Incorrect API key", "check OPENAI_API_KEY"]),
+    ({"models": ("another-model",)}, ["not found (404)", "does not exist", "check the name in LABKIT_MODEL"]),
+    ({"failures": {1: "500", 2: "500", 3: "500"}}, ["server error (500)", "Sorry about that",
+                                                     "run the cell again later"]),
+    ({"failures": {1: "reset", 2: "reset", 3: "reset"}}, ["connection reset", "Connection reset by peer",
+                                                           "run the cell again"]),
+])
+def test_a_providers_error_is_its_message_and_what_to_do(server_kwargs, expected, your_model):
+    with OpenAIServer(window=64_000, **server_kwargs) as server:
+        your_model(server)
+        outcome, lines = run_quietly(experiments.token_counts())
+    said = next(line for line in lines if line.startswith("  request ") and "failed:" in line
+                and "retrying" not in line)
+    for words in expected:
+        assert words in said, said
+    assert lines[-len(outcome.observations) - 1].startswith("Your run ended early: " + expected[0])
+    assert outcome.table().rows[1]["ended with"] == expected[0]
+
+
+def test_a_refused_connection_sends_nothing_and_says_where(your_model, monkeypatch):
+    with OpenAIServer() as server:
+        port_url = server.base_url
+    your_model(server)
+    monkeypatch.setenv("LABKIT_BASE_URL", port_url)  # stopped: nothing listens there now
+    outcome, lines = run_quietly(experiments.token_counts())
+    said = next(line for line in lines if "failed:" in line)
+    assert "connection refused" in said and port_url in said and "LABKIT_BASE_URL" in said
+    assert outcome.sent == 0 and outcome.requests[0].outcome == "not delivered"
+
+
+def test_a_setting_to_fix_is_one_line_not_a_traceback(monkeypatch):
+    monkeypatch.setenv("LABKIT_MODEL", "anthropic:claude-haiku-4-5")
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    outcome, lines = run_quietly(experiments.token_counts())
+    assert outcome.yours is None and lines == [outcome.refused] and "ANTHROPIC_API_KEY" in lines[0]
+
+
+def test_missing_usage_is_shown_as_missing_never_as_zero(your_model):
+    with OpenAIServer(window=64_000, behaviours=("no_usage",)) as server:
+        your_model(server)
+        outcome, lines = run_quietly(experiments.token_counts())
+    row = outcome.table().rows[1]
+    assert row["provider's input count"] == row["output tokens"] == "not reported"
+    assert all("usage not reported" in line for line in lines if line.startswith("  request "))
+
+
+@pytest.mark.parametrize("streaming", [False, True])
+def test_the_cap_holds_on_streams_and_plain_calls(streaming):
+    with OpenAIServer(window=1_000_000, behaviours=("loop",)) as server:
+        meter = Meter(cap=20_000, out=None)
+        run = scenario.run(meter.attach(chat(server, streaming=streaming)), turns=scenario.TURNS[:1],
+                           export_scale=0.05)
+    assert isinstance(run.error, BudgetExceeded) and meter.sent <= 20_000
+    assert server.received <= 20_000 * (1 + TOLERANCE)
+    assert [r.outcome for r in meter.requests][-1] == "not sent"
+
+
+def test_the_cap_holds_in_async_calls_and_streams():
+    async def go(model):
+        await model.ainvoke([HumanMessage("Brightloom " * 300)])
+        async for _ in model.astream([HumanMessage("Corvid " * 300)]):
+            pass
+        await model.ainvoke([HumanMessage("Driftwood " * 300)])
+
+    with OpenAIServer(window=1_000_000) as server:
+        meter = Meter(cap=1_250, out=None)  # each request is ~604 tokens: the third would cross it
+        with pytest.raises(BudgetExceeded):
+            asyncio.run(go(meter.attach(chat(server))))
+    assert len(server.chat_requests) == 2 and [r.outcome for r in meter.requests] == ["ok", "ok", "not sent"]
+    assert meter.sent == sum(r.tokens for r in meter.requests[:2]) <= 1_250
+
+
+def test_on_the_lab_model_the_meter_counts_what_the_recorder_and_the_model_count():
+    """The estimate is the meter's count on the lab run: the parent's requests as the Recorder
+    measures them, summary calls and children included — and what LabModel itself counted."""
+    meter, recorder = Meter(out=None), Recorder()
+    model = meter.attach(LabModel(window=32_000))
+    scenario.run(model, turns=scenario.TURNS[:1], export_scale=0.05, recorder=recorder)
+    assert [r.tokens for r in meter.requests] == [r.seen for r in recorder.records]
+    assert meter.sent == sum(c.input_tokens for c in model.calls) == meter.reported
+    assert isinstance(model, LabModel) and model.profile["max_input_tokens"] == 32_000
+
+
+def test_client_retries_are_switched_off_so_every_retry_is_seen():
+    with OpenAIServer() as server:
+        model = chat(server)
+        metered = Meter(out=None).attach(model)
+    assert model.root_client.max_retries == 2, "the learner's own model is left as it was"
+    assert metered.root_client.max_retries == 0 and metered.root_async_client.max_retries == 0
+
+
+def test_a_bad_cap_is_refused():
+    for cap in (0, -1, 2.5, True, "100"):
+        with pytest.raises(ValueError, match="cap"):
+            Meter(cap=cap)
