@@ -84,8 +84,24 @@ def test_the_isolation_check_fails_when_a_childs_result_leaks_into_the_parent(ou
     assert any("answer no call of its own" in p for p in experiment.checks(run))
 
 
+def test_the_isolation_check_holds_when_the_parent_sent_a_malformed_task_call(outcomes):
+    """Notebook 12 on a model that sends a task call whose arguments are not JSON: langchain
+    answers it with an error of its own, which is no stray result and no missing child."""
+    experiment, outcome = outcomes["isolation"]
+    bad = {"name": "task", "args": '{"description": "Res', "id": "bad_1", "error": "not JSON",
+           "type": "invalid_tool_call"}
+    asked = AIMessage("", invalid_tool_calls=[bad])
+    answer = ToolMessage("Error: arguments are not valid JSON", tool_call_id="bad_1", name="task",
+                         status="error")
+    run = scenario.Run(messages=[*outcome.lab.messages, asked, answer], files={})
+    assert experiment.checks(run) == []
+    cut = experiments.cutting_safely()
+    record = dataclasses.replace(outcome.lab.records[0], request=Request([asked, answer], None, []))
+    assert cut.checks(dataclasses.replace(outcome.lab, records=[record])) == []
+
+
 def test_the_archive_check_fails_when_a_folded_message_is_not_archived(outcomes):
-    for name in ("summary_itself", "anchors"):
+    for name in ("summary_itself", "anchors", "summarization", "without_deletion"):
         experiment, outcome = outcomes[name]
         files = {p: "" if p.startswith("/conversation_history/") else t for p, t in outcome.lab.files.items()}
         run = scenario.Run(messages=outcome.lab.messages, files=files, records=outcome.lab.records,
@@ -171,7 +187,7 @@ def test_the_without_deletion_checks_fail_when_state_or_archive_lost_a_message(o
     short = scenario.Run(messages=lab.messages[1:], files=lab.files, state=lab.state)
     assert "the user's request is no longer the first message in state" in experiment.checks(short)
     emptied = scenario.Run(messages=lab.messages, files={**lab.files, archive: ""}, state=lab.state)
-    assert any("the archive holds 0 messages" in p for p in experiment.checks(emptied))
+    assert any("folded messages are not in" in p for p in experiment.checks(emptied))
 
 
 def test_the_skills_check_fails_when_a_prompt_carries_the_body_or_misses_the_listing(outcomes):

@@ -58,13 +58,41 @@ def test_within_budget_it_runs_your_model_beside_the_lab_model(no_model):
     model, lines = scripted(), []
     outcome = on_your_model(EXPERIMENT, model=model, out=lines.append)
     assert len(model.seen) == 2 and len(outcome.yours.records) == 2
-    assert [line.split(":")[0].strip() for line in lines[1:3]] == ["call 1", "call 2"], "one line per call"
+    assert [line.split(" · ")[0].strip() for line in lines[1:3]] == ["request 1", "request 2"], \
+        "one line per request"
     assert "tool calls ['fetch_market_data', 'fetch_market_data']" in lines[1]
+    assert "usage not reported" in lines[1], "the scripted model reports no usage: said, not 0"
+    assert lines[3].startswith("Sent 2 requests, ") and f"{outcome.sent:,} input tokens" in lines[3]
     assert outcome.problems == [] and outcome.observations == ["2 of 5 exports fetched"]
     assert isinstance(outcome.findings, list), "diagnose() ran on your run"
-    assert outcome.table().column("run") == ["lab model", "your model"]
+    table = outcome.table()
+    assert table.column("run") == ["lab model", "your model"]
+    assert table.column("provider's input count")[1] == "not reported"
+    assert table.column("input tokens sent") == [outcome.estimate, outcome.sent]
     names = [t.name for t in outcome.figure(16_000).data]
     assert any(n.startswith("lab model") for n in names) and any(n.startswith("your model") for n in names)
+
+
+def test_the_estimate_is_every_request_of_the_lab_run(no_model):
+    """Summary calls included: the lab run of a compacting experiment sends more than its agent's
+    records say, and the estimate is that whole."""
+    from labkit import experiments
+
+    outcome = on_your_model(experiments.summarization(), out=lambda line: None)
+    agent = sum(r.seen for r in outcome.lab.records)
+    summaries = [r for r in outcome.lab_requests if r.who == "summary"]
+    assert summaries and outcome.estimate == agent + sum(r.tokens for r in summaries)
+
+
+def test_a_check_that_cannot_read_a_run_is_a_line_not_a_traceback(no_model):
+    no_model.setenv("LABKIT_BUDGET_TOKENS", "1_000_000")
+
+    def broken(run):
+        raise KeyError("files")
+
+    experiment = Experiment("broken", window=16_000, run=EXPERIMENT.run, checks=broken)
+    outcome = on_your_model(experiment, model=scripted(), out=lambda line: None)
+    assert len(outcome.problems) == 1 and "could not read your run (KeyError" in outcome.problems[0]
 
 
 @pytest.mark.parametrize(("raw", "expected"), [("", DEFAULT_BUDGET), ("250000", 250_000), ("25_000", 25_000)])

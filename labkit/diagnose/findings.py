@@ -151,9 +151,18 @@ def _goal_lost(run, score, model, limits) -> Finding | None:
 
 
 def _repeated_work(run, score, model, limits) -> Finding | None:
-    if not score.steps_repeated:
+    """The scenario's data tools called again for the same company, or any tool called again
+    with the same arguments (any agent's run); a run the token budget stopped is named a loop."""
+    count = max(score.steps_repeated, score.identical_calls)
+    if not count:
         return None
-    return Finding("repeated_work", {"count": score.steps_repeated, "steps": list(score.repeated)})
+    loop = type(run.error).__name__ == "BudgetExceeded"  # labkit.meter's, live or loaded
+    return Finding("repeated_work", {"count": count, "steps": list(score.repeated) or ["identical calls"],
+                                     "loop": _LOOP[loop][0], "loop_zh": _LOOP[loop][1]})
+
+
+_LOOP = {False: ("", ""), True: (" It went on until the token budget stopped it: a loop.",
+                                 "它一直重复，直到 token 预算叫停：这是一个死循环。")}
 
 
 def _needle_lost(run, score, model, limits) -> Finding | None:

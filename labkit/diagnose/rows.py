@@ -315,8 +315,8 @@ EVIDENCE: dict[str, tuple[str, str]] = {
         "agent 的 {answers} 次最终回复中有 {count} 次说看不到用户的请求了；{calls} 次模型调用中有 "
         "{summarized} 次看到的是摘要而不是旧消息。"),
     "repeated_work": (
-        "{count} data-tool call(s) redid work already done, on: {steps}.",
-        "{count} 次数据工具调用重复了已完成的工作，涉及：{steps}。"),
+        "{count} tool call(s) redid work already done, on: {steps}.{loop}",
+        "{count} 次工具调用重复了已完成的工作，涉及：{steps}。{loop_zh}"),
     "needle_lost": (
         "The needle question was asked, and the last answer does not give the exact figure "
         "({figure}). Files that still hold it: {paths}.",

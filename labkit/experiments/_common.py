@@ -13,6 +13,7 @@ from labkit.trace import Recorder
 __all__ = ["FIRST_TURN", "WINDOW", "archived", "compacting", "fetched"]
 
 FIRST_TURN = scenario.TURNS[:1]
+_TICKERS = {c["ticker"] for c in scenario.companies()}
 WINDOW = 32_000  # the window the experiments assume for the lab model, and give the summarizer
 
 
@@ -29,9 +30,12 @@ def compacting(trigger: tuple, keep: tuple, *, scale: float, turns: Sequence[str
 
 
 def fetched(run: scenario.Run) -> str:
-    """An observation: how many exports the model fetched, in how many calls."""
-    n = len(run.tool_calls("fetch_market_data"))
-    return f"it fetched {n} of 5 exports in {len(run.records)} model calls"
+    """An observation: how many of the five exports the model fetched, in how many calls, and how
+    many fetches repeated one."""
+    calls = run.tool_calls("fetch_market_data")
+    distinct = {str((tc.get("args") or {}).get("ticker")) for tc in calls}
+    again = f" ({len(calls) - len(distinct)} of them again)" if len(calls) > len(distinct) else ""
+    return f"it fetched {len(distinct & _TICKERS)} of 5 exports in {len(run.records)} model calls" + again
 
 
 def archived(run: scenario.Run) -> list[str]:
