@@ -6,8 +6,9 @@ digest — writes ``/reports/weekly.md``, adds a risks note on feedback, and fin
 question that needs one exact figure buried in the first export: the *needle*.
 
 Five parts, each one read: ``texts`` (what the user says), ``data`` (the data set and its two
-tools), ``steps`` (the tasks the lab model follows), ``harness`` (``agent()``, ``run()``) and
-``results`` (``Run``, ``score()``). Every name is importable from here: ``scenario.run(model)``.
+tools), ``steps`` (the tasks the lab model follows), ``harness`` (``agent()``, ``run()``, and
+``capture()`` for your own agent) and ``results`` (``Run``, ``score()``). Every name is
+importable from here: ``scenario.run(model)``.
 What it leaves out: deciding what to do next — that is the model's.
 """
 
@@ -28,7 +29,7 @@ from labkit.scenario.data import (
     transcript_text,
     with_transcript,
 )
-from labkit.scenario.harness import agent, run
+from labkit.scenario.harness import agent, capture, run
 from labkit.scenario.results import Run, Score, hands_back, load_run, score
 from labkit.scenario.steps import Step, Task, notes_path, research_request, researcher, tasks
 from labkit.scenario.texts import (
@@ -93,6 +94,7 @@ __all__ = [
     "Step",
     "Task",
     "agent",
+    "capture",
     "companies",
     "data_dir",
     "export_text",

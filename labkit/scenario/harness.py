@@ -4,20 +4,23 @@ Notebook 01 introduces :func:`run`; notebook 10 streams the agent :func:`agent` 
 ``harness="agent"`` it is langchain's ``create_agent`` with deepagents' file tools and nothing
 else (their eviction off); with ``harness="deep"`` it is ``create_deep_agent`` and its whole stack.
 
+:func:`capture` drives *any* compiled agent the same way — your own, with a ``Recorder`` last in its
+middleware — and keeps what happened as a ``Run`` even when a call raises (notebook 16).
+
 What it leaves out: a default model. Pass one — ``LabModel()``, or ``labkit.get_model()`` for
 ``LABKIT_MODEL`` — so the scenario never imports ``labkit.model`` (which reads the scenario).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from deepagents import create_deep_agent
 from deepagents.backends.utils import create_file_data
 from deepagents.middleware.filesystem import FilesystemMiddleware
 from langchain.agents import create_agent
-from langchain_core.messages import HumanMessage
+from langchain_core.messages import BaseMessage, HumanMessage
 
 from labkit._checkpoint import LatestSaver
 from labkit.scenario.data import tools
@@ -25,7 +28,7 @@ from labkit.scenario.results import Run
 from labkit.scenario.texts import TURNS
 from labkit.trace import Recorder
 
-__all__ = ["agent", "run"]
+__all__ = ["agent", "capture", "run"]
 
 
 def _file_text(data: Any) -> str:
@@ -118,21 +121,60 @@ def run(
     graph = agent(model, [*middleware, recorder], harness, news_language=news_language,
                   export_scale=export_scale, **agent_kwargs)
     config = {"configurable": {"thread_id": thread_id}, "recursion_limit": recursion_limit}
+    return capture(graph, turns, recorder, config=config, files=files)
+
+
+def capture(graph, turns: str | Iterable[str], recorder: Recorder | None = None, *,
+            config: dict[str, Any] | None = None, files: dict[str, Any] | None = None) -> Run:
+    """Drive a compiled agent through ``turns`` (one user message, or several) and keep what
+    happened as a :class:`Run` — the state it reached, ``recorder``'s records, and the error that
+    ended it, if one did. Notebook 16: bring your own agent, even one that fails.
+
+    ``graph`` is any agent ``create_agent`` / ``create_deep_agent`` built, with a
+    ``labkit.Recorder`` last in its middleware (pass the same ``recorder`` here). An agent with a
+    checkpointer is read back with ``get_state`` (``config`` names the thread; default
+    ``thread_id="labkit"``); one without is streamed, and the last state it reached is kept — so a
+    run whose model call raised (a context overflow, a provider error) still holds every message
+    and file up to that call. Without a checkpointer, each turn is sent with the messages before it.
+    ``files`` seeds the state's files on the first turn.
+
+    Example:
+        >>> # rec = Recorder(); agent = create_agent(model, tools, middleware=[..., rec])
+        >>> # run = scenario.capture(agent, "Prepare the weekly report", rec); run.save("my_run.json")
+    """
+    recorder = Recorder() if recorder is None else recorder
+    turns = [turns] if isinstance(turns, str) else turns  # read one at a time: evals.reminded
+    config = {"recursion_limit": 200, **(config or {})}
+    config.setdefault("configurable", {}).setdefault("thread_id", "labkit")
+    saved = getattr(graph, "checkpointer", None) is not None
     seed = _seed_files(files)
-    error = None
-    done = 0
+    state: dict[str, Any] = {}
+    error, done = None, 0
     for text in turns:
         recorder.start_turn(text)
-        update = {"messages": [HumanMessage(text)]}
+        update: dict[str, Any] = {"messages": [HumanMessage(text)]}
+        if not saved:
+            update["messages"] = [*state.get("messages", []), *update["messages"]]
+            update["files"] = state.get("files") or {}
         if seed and done == 0:
-            update["files"] = seed
+            update["files"] = {**update.get("files", {}), **seed}
         try:
-            graph.invoke(update, config=config)
+            if saved:
+                graph.invoke(update, config=config)
+            else:
+                for values in graph.stream(update, config=config, stream_mode="values"):
+                    state = values
             done += 1
         except Exception as e:  # the run ends; what happened is kept for the learner
             error = e
             break
-    state = dict(graph.get_state(config).values)
+    if saved:
+        state = dict(graph.get_state(config).values)
+    return _as_run(state, recorder, error, done)
+
+
+def _as_run(state: dict[str, Any], recorder: Recorder, error: BaseException | None, done: int) -> Run:
+    messages: list[BaseMessage] = list(state.get("messages", []))
     files = {path: _file_text(data) for path, data in (state.get("files") or {}).items()}
-    return Run(messages=list(state.get("messages", [])), files=files, records=recorder.records,
-               error=error, turns_completed=done, state=state)
+    return Run(messages=messages, files=files, records=recorder.records, error=error,
+               turns_completed=done, state=dict(state))

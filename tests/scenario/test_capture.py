@@ -1,0 +1,60 @@
+"""scenario.capture: your own agent's run kept as a Run — also when a call raises, with or without a
+checkpointer — so that replay and diagnose read what really happened."""
+
+from __future__ import annotations
+
+from deepagents.middleware.filesystem import FilesystemMiddleware
+from langchain.agents import create_agent
+from langgraph.checkpoint.memory import InMemorySaver
+
+from labkit import LabModel, Recorder, scenario
+from labkit.diagnose import diagnose
+
+
+def overflowing(recorder, **kwargs):
+    """An agent whose second call overflows: the first export (30k tokens) in a 16k window."""
+    return create_agent(LabModel(window=16_000), tools=scenario.tools(), middleware=[recorder], **kwargs)
+
+
+def test_a_failed_run_without_a_checkpointer_keeps_its_state_records_and_error():
+    recorder = Recorder()
+    run = scenario.capture(overflowing(recorder), scenario.REQUEST, recorder)
+    assert type(run.error).__name__ == "ContextOverflowError" and run.turns_completed == 0
+    assert [m.type for m in run.messages] == ["human", "ai", "tool"], "the state it had reached"
+    assert run.records is recorder.records and run.records[-1].error
+    found = {f.key: f for f in diagnose(run)}
+    assert found["hard_overflow"].numbers["largest"] > 16_000, "the evidence is the real result"
+
+
+def test_with_a_checkpointer_it_reads_the_thread_back():
+    recorder = Recorder()
+    agent = overflowing(recorder, checkpointer=InMemorySaver())
+    run = scenario.capture(agent, scenario.REQUEST, recorder, config={"configurable": {"thread_id": "t"}})
+    assert [m.type for m in run.messages] == ["human", "ai", "tool"] and run.error is not None
+
+
+def test_turns_without_a_checkpointer_carry_the_conversation_and_files_on():
+    recorder = Recorder()
+    agent = create_agent(LabModel(window=1_000_000), tools=scenario.tools(),
+                         middleware=[FilesystemMiddleware(), recorder])
+    run = scenario.capture(agent, scenario.TURNS[:2], recorder, files={"/notes.md": "hello"})
+    humans = [m.text for m in run.messages if m.type == "human"]
+    assert humans == list(scenario.TURNS[:2]) and run.turns_completed == 2 and run.error is None
+    assert run.files["/notes.md"] == "hello", "the seed files are kept"
+    assert scenario.REPORT_PATH in run.files, "and what the first turn wrote is there in the second"
+    assert len(recorder.turns) == 2
+
+
+def test_it_reads_turns_one_at_a_time():
+    """A generator of turns is read as the run goes (evals.reminded depends on it): a run that
+    ends on the first turn never reads the second."""
+    read = []
+
+    def turns():
+        for text in scenario.TURNS[:2]:
+            read.append(text)
+            yield text
+
+    recorder = Recorder()
+    scenario.capture(overflowing(recorder), turns(), recorder)
+    assert read == list(scenario.TURNS[:1])
