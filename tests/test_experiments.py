@@ -202,3 +202,23 @@ def test_the_skills_check_fails_when_a_prompt_carries_the_body_or_misses_the_lis
         first.request, system=first.request.system.model_copy(update={"content": "no skills here"})))
     run = scenario.Run(messages=outcome.lab.messages, files=outcome.lab.files, records=[bare])
     assert any("does not list the skill" in p for p in experiment.checks(run))
+
+
+def test_the_readme_gives_the_full_pass_the_sixteen_estimates_add_up_to(outcomes):
+    """README: 'the sixteen estimates add up to about N million' — the fifteen experiments here and
+    notebook 01's own (the naive first turn, exports at 2%, a 16,000-token window)."""
+    import re
+    from pathlib import Path
+
+    from labkit.yourmodel import Experiment
+
+    first = Experiment("01", window=16_000, run=lambda model, extra: scenario.run(
+        model, middleware=list(extra), turns=scenario.TURNS[:1], export_scale=0.02))
+    with pytest.MonkeyPatch.context() as env:
+        env.delenv("LABKIT_MODEL", raising=False)
+        total = on_your_model(first, out=lambda s: None).estimate
+    total += sum(outcome.estimate for _, outcome in outcomes.values())
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+    said = float(re.search(r"sixteen estimates add up to about ([\d.]+) million", readme).group(1))
+    assert abs(said - total / 1e6) < 0.02, f"the README says {said} million; they add up to {total:,}"
+    assert total <= 16 * DEFAULT_BUDGET

@@ -193,3 +193,47 @@ def test_a_bad_cap_is_refused():
     for cap in (0, -1, 2.5, True, "100"):
         with pytest.raises(ValueError, match="cap"):
             Meter(cap=cap)
+
+
+@pytest.mark.parametrize("behaviour", ["no_tools", "long", "slow", "unknown_tool"])
+def test_a_model_that_answers_in_prose_at_length_slowly_or_off_script_breaks_nothing(behaviour, your_model):
+    with OpenAIServer(window=64_000, behaviours=(behaviour,)) as server:
+        your_model(server)
+        outcome, lines = run_quietly(experiments.summarization())
+    assert outcome.yours.error is None and not outcome.problems, outcome.problems
+    assert outcome.table().rows[1]["provider's input count"] == server.received
+    if behaviour == "no_tools":
+        assert outcome.yours.tool_calls() == [] and any("a text reply" in line for line in lines)
+    if behaviour == "long":
+        assert outcome.table().rows[1]["output tokens"] > 1_000, "long answers, counted as output"
+
+
+def test_a_tiny_window_is_an_overflow_said_with_what_to_do(your_model):
+    with OpenAIServer(window=1_000) as server:
+        your_model(server)
+        outcome, lines = run_quietly(experiments.token_counts())
+    said = next(line for line in lines if "refused:" in line)
+    assert "context overflow" in said and "maximum context length is 1000" in said and "LABKIT_WINDOW" in said
+    assert outcome.requests[0].outcome == "overflow"
+    assert outcome.table().rows[1]["ended with"] == "context overflow"
+
+
+def test_retries_wait_as_long_as_the_provider_asks(monkeypatch):
+    """Retry-After: 0 from the server, so no wait; without it, the meter's own backoff."""
+    waits = []
+    with OpenAIServer(failures={1: "429", 3: "500"}) as server:
+        meter = Meter(out=None, sleep=waits.append, wait=0.5)
+        model = meter.attach(chat(server))
+        model.invoke("hello")
+        model.invoke("hello")
+    assert waits == [0.0, 0.5], "429 said Retry-After: 0; the 500 said nothing: 0.5 s, the first backoff"
+    assert [r.outcome for r in meter.requests] == ["retried", "ok", "retried", "ok"]
+
+
+def test_anthropics_client_retries_are_switched_off_too():
+    from langchain_anthropic import ChatAnthropic
+
+    model = ChatAnthropic(model="claude-haiku-4-5", api_key="sk-test", max_retries=2)
+    metered = Meter(out=None).attach(model)
+    assert model.max_retries == 2 and metered.max_retries == 0 and metered._client.max_retries == 0
+    assert isinstance(metered, ChatAnthropic)
