@@ -7,7 +7,8 @@ chunk when ``stream_options.include_usage``) and ``GET /v1/models``; counts prom
 way (:func:`prompt_tokens`: o200k BPE of each message's text and tool calls, 3 tokens of framing
 a message, each tool's JSON, 3 to prime the reply — OpenAI's documented recipe, written here
 apart from labkit's counter so that the tests can hold one to the other); refuses a request
-above its ``window`` with OpenAI's 400 ``context_length_exceeded`` body; and records every request
+above its ``window`` with OpenAI's 400 ``context_length_exceeded`` body, and a history whose tool
+calls and results do not pair up with OpenAI's 400 for that; and records every request
 in ``server.requests`` with the tokens it counted in ``server.received``.
 
 Its policy, deterministic and unlike the lab model's: to a user turn with tools it makes two
@@ -69,6 +70,27 @@ def _tickers(text: str) -> list[str]:
     found += [(m.start(), m.group(0)) for m in re.finditer(r"\b[A-Z]{4}\b", text)
               if m.group(0) in NAMES.values()]
     return list(dict.fromkeys(t for _, t in sorted(found)))
+
+
+def pairing_error(messages: list[dict]) -> str | None:
+    """OpenAI's 400 for a history whose tool calls and results do not pair up, or None: every
+    ``tool`` message must answer a call of the assistant message before it, and every call must
+    be answered before the next non-tool message."""
+    open_calls: set[str] = set()
+    for i, m in enumerate(messages):
+        role = m.get("role")
+        if role == "tool":
+            if m.get("tool_call_id") not in open_calls:
+                return ("Invalid parameter: messages with role 'tool' must be a response to a "
+                        f"preceeding message with 'tool_calls'. (messages.[{i}])")
+            open_calls.discard(m.get("tool_call_id"))
+            continue
+        if open_calls:
+            return ("An assistant message with 'tool_calls' must be followed by tool messages responding "
+                    f"to each 'tool_call_id'. The following tool_call_ids did not have response messages: "
+                    f"{', '.join(sorted(open_calls))}")
+        open_calls = {c.get("id") for c in m.get("tool_calls") or []} if role == "assistant" else set()
+    return None
 
 
 def prompt_tokens(messages: list[dict], tools: list[dict]) -> int:
@@ -213,6 +235,10 @@ class _Handler(BaseHTTPRequestHandler):
             return None
         if number in owner.failures:
             return self._fail(owner.failures[number])
+        unpaired = pairing_error(messages)
+        if unpaired:
+            return self._json(400, {"error": {"message": unpaired, "type": "invalid_request_error",
+                                              "param": "messages", "code": None}})
         if prompt > owner.window:
             return self._json(400, {"error": {
                 "message": f"This model's maximum context length is {owner.window} tokens. However, "

@@ -139,3 +139,18 @@ def test_diagnose_finds_openais_400_rescued_live_and_after_save(server_model, tm
     loaded = scenario.load_run(run.save(tmp_path / "run.json"))
     assert "overflow_rescued" in {f.key for f in diagnose(run)}
     assert "overflow_rescued" in {f.key for f in diagnose(loaded)}
+
+
+def test_a_cut_that_orphans_a_tool_result_is_refused_by_the_server_and_diagnosed(monkeypatch):
+    """The server refuses an unpaired history as OpenAI does (400); the clinic's orphan detector
+    reads that provider error as it reads the lab model's InvalidHistoryError."""
+    from labkit.diagnose import NaiveCut
+    from tests.openai_server import OpenAIServer
+
+    with OpenAIServer(window=1_000_000, behaviours=("loop",)) as server:
+        monkeypatch.setenv("LABKIT_BASE_URL", server.base_url)
+        model = get_model("openai:fake-model", api_key="dummy", max_retries=0)
+        run = scenario.run(model, middleware=[NaiveCut(trigger=4, keep=1)], turns=scenario.TURNS[:1],
+                           export_scale=0.02)
+    assert errors.status_of(run.error) == 400 and "role 'tool' must be a response" in str(run.error)
+    assert [f.key for f in diagnose(run)] == ["orphan"]
