@@ -63,6 +63,8 @@ def test_a_looping_model_stops_at_the_budget_not_the_recursion_limit(name, your_
     assert len(stops) == 1 and "LABKIT_BUDGET_TOKENS" in stops[0], "one line says where and why"
     assert outcome.table().rows[1]["ended with"] == "stopped at the budget"
     assert not outcome.problems, outcome.problems
+    loop = [f for f in outcome.findings if f.key == "repeated_work"]
+    assert loop and "a loop" in loop[0].evidence(), "diagnose names the loop"
 
 
 def test_one_line_per_request_and_totals_the_server_agrees_with(your_model):
@@ -237,3 +239,25 @@ def test_anthropics_client_retries_are_switched_off_too():
     metered = Meter(out=None).attach(model)
     assert model.max_retries == 2 and metered.max_retries == 0 and metered._client.max_retries == 0
     assert isinstance(metered, ChatAnthropic)
+
+
+def test_parallel_children_never_take_the_total_over_the_cap():
+    """The fan-out's three children ask at once; the cap is checked under one lock, so the
+    requests that would cross it are refused, whichever child asks."""
+    with OpenAIServer(window=64_000) as server:
+        meter = Meter(cap=8_000, out=None)
+        run = experiments.isolation().run(meter.attach(chat(server)), ())
+    assert isinstance(run.error, BudgetExceeded) and meter.sent <= 8_000
+    assert server.received <= 8_000 * (1 + TOLERANCE)
+    assert any(r.who.startswith("subagent") and r.sent for r in meter.requests), "children did run"
+
+
+def test_a_run_stopped_at_the_budget_is_still_named_a_loop_after_save_and_load(your_model, tmp_path):
+    from labkit.diagnose import diagnose
+
+    with OpenAIServer(window=64_000, behaviours=("loop",)) as server:
+        your_model(server)
+        outcome, _ = run_quietly(experiments.without_deletion())
+    loaded = scenario.load_run(outcome.yours.save(tmp_path / "run.json"))
+    assert type(loaded.error).__name__ == "BudgetExceeded"
+    assert any("a loop" in f.evidence() for f in diagnose(loaded) if f.key == "repeated_work")
