@@ -1,20 +1,18 @@
 """The meter: every request a chat model sends, counted before it leaves, and a budget that holds.
 
-Every "On your model" section runs the learner's model through a :class:`Meter`. ``meter.attach(model)``
-returns a copy of the model (same class, same client, same profile) whose every request — the
-agent's, a summary call, a subagent's, a retry — is counted in BPE tokens as the ``Recorder``
-counts a request (messages and tool schemas), checked against the cap *before* it is sent, and
-shown as one line with what came back and what the provider reported. The request that would
-take the total over the cap is not sent: :class:`BudgetExceeded` ends the run. Rate limits,
-server errors, resets and timeouts are retried here, each retry a request of its own (the
-client's own retries are switched off where labkit can, so that none goes unseen).
-
-What it leaves out: the provider's tokenizer (its count is shown beside labkit's when it reports
-usage), and prices (``labkit.tokens``).
+``meter.attach(model)`` returns a copy of the model (same class, client and profile) whose every
+request — the agent's, a summary call, a subagent's, a retry — is counted as the ``Recorder``
+counts one (BPE of its messages and tool schemas), checked against the cap *before* it is sent,
+and shown as one line with what came back and the provider's usage. The request that would take
+the total over the cap is not sent: :class:`BudgetExceeded` ends the run. Rate limits, server
+errors, resets and timeouts are retried here, each retry a request of its own (the client's own
+retries are switched off where labkit can). Every "On your model" section uses it (notebook 01).
+What it leaves out: the provider's tokenizer (its count is shown beside labkit's) and prices.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextvars
 import threading
 import time
@@ -336,8 +334,6 @@ def _metered_class(cls: type, meter: Meter) -> type:
 
 
 async def _asleep(meter: Meter, seconds: float) -> None:
-    import asyncio
-
     if meter.sleep is time.sleep:
         await asyncio.sleep(seconds)
     else:
