@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import itertools
 import threading
 import time
 from collections.abc import Callable
@@ -163,6 +164,14 @@ class Meter:
         self._say(self._line(record, f"{verb}: {said}{tail}"))
         return wait
 
+    def _retry_wait(self, record: Sent, error: Exception, model: Any, sent_anything: bool) -> float:
+        """Seconds to wait before sending ``record``'s request again; re-raises ``error`` when it
+        is not to be retried."""
+        wait = self._failed(record, error, model, sent_anything)
+        if wait is None:
+            raise error
+        return wait
+
     def _done(self, record: Sent, message: Any) -> None:
         usage = getattr(message, "usage_metadata", None) or {}
         record.reported_input = usage.get("input_tokens")
@@ -200,144 +209,108 @@ def _usage_message(chunks: list) -> Any:
 
 
 def _metered_class(cls: type, meter: Meter) -> type:
-    """A subclass of ``cls`` whose ``_generate`` / ``_stream`` (and async) go through ``meter``."""
-    base = BaseChatModel
-
-    def _send(self, messages, run_manager, kwargs, call):
-        """Run ``call`` (one attempt) under the meter; retries; returns what call returned."""
-        who = meter._who(run_manager)
-        tokens = meter.count(messages, kwargs.get("tools"))
-        attempt = 1
-        while True:
-            record = meter._admit(who, tokens, attempt)
-            try:
-                return record, call()
-            except BudgetExceeded:
-                raise
-            except Exception as error:
-                wait = meter._failed(record, error, self, sent_anything=False)
-                if wait is None:
-                    raise
-            meter.sleep(wait)
-            attempt += 1
+    """A subclass of ``cls`` whose ``_generate`` / ``_stream`` (and async) go through ``meter``:
+    each is one request's pieces — the result, or the stream's chunks — from :func:`_sent`."""
 
     def _generate(self, messages, stop=None, run_manager=None, **kwargs):
-        if _INSIDE.get():
-            return cls._generate(self, messages, stop=stop, run_manager=run_manager, **kwargs)
-
-        def call():
-            token = _INSIDE.set(True)
-            try:
-                return cls._generate(self, messages, stop=stop, run_manager=run_manager, **kwargs)
-            finally:
-                _INSIDE.reset(token)
-
-        record, result = _send(self, messages, run_manager, kwargs, call)
-        meter._done(record, result.generations[0].message if result.generations else None)
+        def pieces():
+            yield cls._generate(self, messages, stop=stop, run_manager=run_manager, **kwargs)
+        if _INSIDE.get():  # a model whose _generate streams: the outer call is metered already
+            return next(pieces())
+        (result,) = _sent(meter, self, messages, run_manager, kwargs, pieces, _first_message)
         return result
 
+    def _stream(self, messages, stop=None, run_manager=None, **kwargs):
+        def pieces():
+            return cls._stream(self, messages, stop=stop, run_manager=run_manager, **kwargs)
+        yield from pieces() if _INSIDE.get() else _sent(meter, self, messages, run_manager, kwargs,
+                                                          pieces, _usage_message)
+
     async def _agenerate(self, messages, stop=None, run_manager=None, **kwargs):
+        async def pieces():
+            yield await cls._agenerate(self, messages, stop=stop, run_manager=run_manager, **kwargs)
         if _INSIDE.get():
             return await cls._agenerate(self, messages, stop=stop, run_manager=run_manager, **kwargs)
-        who, tokens, attempt = meter._who(run_manager), meter.count(messages, kwargs.get("tools")), 1
-        while True:
-            record = meter._admit(who, tokens, attempt)
-            token = _INSIDE.set(True)
-            try:
-                result = await cls._agenerate(self, messages, stop=stop, run_manager=run_manager, **kwargs)
-            except BudgetExceeded:
-                raise
-            except Exception as error:
-                wait = meter._failed(record, error, self, sent_anything=False)
-                if wait is None:
-                    raise
-            else:
-                meter._done(record, result.generations[0].message if result.generations else None)
-                return result
-            finally:
-                _INSIDE.reset(token)
-            await _asleep(meter, wait)
-            attempt += 1
-
-    def _stream(self, messages, stop=None, run_manager=None, **kwargs):
-        if _INSIDE.get():
-            yield from cls._stream(self, messages, stop=stop, run_manager=run_manager, **kwargs)
-            return
-        who, tokens, attempt = meter._who(run_manager), meter.count(messages, kwargs.get("tools")), 1
-        while True:
-            record, chunks = meter._admit(who, tokens, attempt), []
-            stream = cls._stream(self, messages, stop=stop, run_manager=run_manager, **kwargs)
-            try:
-                while True:
-                    token = _INSIDE.set(True)
-                    try:
-                        chunk = next(stream)
-                    except StopIteration:
-                        break
-                    finally:
-                        _INSIDE.reset(token)
-                    chunks.append(chunk)
-                    yield chunk
-            except BudgetExceeded:
-                raise
-            except Exception as error:
-                wait = meter._failed(record, error, self, sent_anything=bool(chunks))
-                if wait is None:
-                    raise
-                meter.sleep(wait)
-                attempt += 1
-                continue
-            meter._done(record, _usage_message(chunks))
-            return
+        return [r async for r in _asent(meter, self, messages, run_manager, kwargs, pieces,
+                                        _first_message)][0]
 
     async def _astream(self, messages, stop=None, run_manager=None, **kwargs):
-        if _INSIDE.get():
-            async for chunk in cls._astream(self, messages, stop=stop, run_manager=run_manager, **kwargs):
-                yield chunk
-            return
-        who, tokens, attempt = meter._who(run_manager), meter.count(messages, kwargs.get("tools")), 1
-        while True:
-            record, chunks = meter._admit(who, tokens, attempt), []
-            stream = cls._astream(self, messages, stop=stop, run_manager=run_manager, **kwargs)
-            try:
-                while True:
-                    token = _INSIDE.set(True)
-                    try:
-                        chunk = await stream.__anext__()
-                    except StopAsyncIteration:
-                        break
-                    finally:
-                        _INSIDE.reset(token)
-                    chunks.append(chunk)
-                    yield chunk
-            except BudgetExceeded:
-                raise
-            except Exception as error:
-                wait = meter._failed(record, error, self, sent_anything=bool(chunks))
-                if wait is None:
-                    raise
-                await _asleep(meter, wait)
-                attempt += 1
-                continue
-            meter._done(record, _usage_message(chunks))
-            return
+        def pieces():
+            return cls._astream(self, messages, stop=stop, run_manager=run_manager, **kwargs)
+        stream = pieces() if _INSIDE.get() else _asent(meter, self, messages, run_manager, kwargs, pieces,
+                                                       _usage_message)
+        async for chunk in stream:
+            yield chunk
 
     namespace: dict[str, Any] = {"__module__": cls.__module__, "__qualname__": cls.__qualname__,
                                  "__annotations__": {"labkit_meter": ClassVar[Meter]},
                                  "labkit_meter": meter, "_generate": _generate, "_agenerate": _agenerate}
     # only what the model implements: langchain streams a model whose _stream is its own
-    if cls._stream is not base._stream:
+    if cls._stream is not BaseChatModel._stream:
         namespace["_stream"] = _stream
-    if cls._astream is not base._astream:
+    if cls._astream is not BaseChatModel._astream:
         namespace["_astream"] = _astream
     return type(cls)(cls.__name__, (cls,), namespace)
 
 
-async def _asleep(meter: Meter, seconds: float) -> None:
-    if meter.sleep is time.sleep:
-        await asyncio.sleep(seconds)
-    else:
-        meter.sleep(seconds)
+def _first_message(pieces: list) -> Any:
+    generations = pieces[0].generations if pieces else []
+    return generations[0].message if generations else None
+
+
+def _sent(meter: Meter, model, messages, run_manager, kwargs, pieces, reply):
+    """One request through the meter: admitted (or refused) before each attempt, its pieces
+    yielded as they come (``_INSIDE`` set while the model makes each), retried while the meter
+    says so, and shown with ``reply(pieces)`` when done."""
+    who, tokens = meter._who(run_manager), meter.count(messages, kwargs.get("tools"))
+    for attempt in itertools.count(1):
+        record, got = meter._admit(who, tokens, attempt), []
+        stream = pieces()
+        try:
+            while True:
+                token = _INSIDE.set(True)
+                try:
+                    piece = next(stream)
+                except StopIteration:
+                    break
+                finally:
+                    _INSIDE.reset(token)
+                got.append(piece)
+                yield piece
+        except BudgetExceeded:
+            raise
+        except Exception as error:
+            meter.sleep(meter._retry_wait(record, error, model, bool(got)))
+            continue
+        meter._done(record, reply(got))
+        return
+
+
+async def _asent(meter: Meter, model, messages, run_manager, kwargs, pieces, reply):
+    """:func:`_sent` for async calls and streams."""
+    who, tokens = meter._who(run_manager), meter.count(messages, kwargs.get("tools"))
+    for attempt in itertools.count(1):
+        record, got = meter._admit(who, tokens, attempt), []
+        stream = pieces()
+        try:
+            while True:
+                token = _INSIDE.set(True)
+                try:
+                    piece = await stream.__anext__()
+                except StopAsyncIteration:
+                    break
+                finally:
+                    _INSIDE.reset(token)
+                got.append(piece)
+                yield piece
+        except BudgetExceeded:
+            raise
+        except Exception as error:
+            wait = meter._retry_wait(record, error, model, bool(got))
+            await (asyncio.sleep(wait) if meter.sleep is time.sleep else asyncio.to_thread(meter.sleep, wait))
+            continue
+        meter._done(record, reply(got))
+        return
 
 
 def _without_client_retries(model: BaseChatModel) -> BaseChatModel:
