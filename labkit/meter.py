@@ -25,7 +25,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage
 
 from labkit.errors import explain, is_overflow, kind, provider_message, retry_after, retryable
-from labkit.tokens import TokenCounter
+from labkit.tokens import TOKENS_PER_MESSAGE, TokenCounter
 
 __all__ = ["BudgetExceeded", "Meter", "Sent"]
 
@@ -104,8 +104,16 @@ class Meter:
         return sum(values) if values and None not in values else None
 
     def count(self, messages: list[BaseMessage], tools: list | None) -> int:
-        """A request's tokens, as the Recorder counts what it carried: messages and tool schemas."""
-        return sum(self.counter.message(m) for m in messages) + sum(self.counter.tool(t) for t in tools or [])
+        """A request's tokens, as the Recorder counts what it carried: messages and tool schemas.
+        A message labkit cannot count as text (an image block) is counted as the BPE of its whole
+        content, data included — more than a provider bills, never less, so the cap still holds."""
+        total = sum(self.counter.tool(t) for t in tools or [])
+        for m in messages:
+            try:
+                total += self.counter.message(m)
+            except ValueError:
+                total += self.counter.text(str(m.content)) + TOKENS_PER_MESSAGE
+        return total
 
     # -- the metered model -------------------------------------------------------------------
 

@@ -261,3 +261,17 @@ def test_a_run_stopped_at_the_budget_is_still_named_a_loop_after_save_and_load(y
     loaded = scenario.load_run(outcome.yours.save(tmp_path / "run.json"))
     assert type(loaded.error).__name__ == "BudgetExceeded"
     assert any("a loop" in f.evidence() for f in diagnose(loaded) if f.key == "repeated_work")
+
+
+def test_content_that_is_not_text_is_counted_whole_and_sent():
+    """An image block: labkit's text counter refuses it, the meter counts the whole content (its
+    data included: more than a provider bills, never less) and the request still goes."""
+    from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+    from langchain_core.messages import AIMessage
+
+    image = HumanMessage(content=[{"type": "text", "text": "what is this?"}, {
+        "type": "image_url", "image_url": {"url": "data:image/png;base64," + "QUJD" * 500}}])
+    meter = Meter(out=None)
+    model = meter.attach(GenericFakeChatModel(messages=iter([AIMessage("a chart")])))
+    assert model.invoke([image]).text == "a chart"
+    assert meter.requests[0].tokens > 500 and meter.requests[0].outcome == "ok"
