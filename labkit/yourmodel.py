@@ -13,6 +13,7 @@ What it leaves out: the lesson's other cells (they stay on the lab model).
 
 from __future__ import annotations
 
+import itertools
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -20,6 +21,7 @@ from typing import Any
 
 import plotly.graph_objects as go
 from langchain.agents.middleware import AgentMiddleware
+from plotly.subplots import make_subplots
 
 from labkit import scenario
 from labkit.diagnose import diagnose
@@ -90,19 +92,39 @@ class Outcome:
                       for name, run, requests in runs])
 
     def figure(self, window: int | None = None) -> go.Figure:
-        """Tokens each request carried, lab model (dotted) and yours (solid): the agent's as
-        circles, summaries as diamonds, subagents' as squares, refused or unsent ones as x."""
-        fig = go.Figure()
-        runs = [("lab model", self.lab_requests, "dot")]
-        runs += [("your model", self.requests, "solid")] if self.yours is not None else []
-        for name, requests, dash in runs:
-            fig.add_scatter(x=[r.number for r in requests], y=[r.tokens for r in requests], name=name,
-                            mode="lines+markers", line={"dash": dash},
-                            marker={"symbol": [_symbol(r) for r in requests], "size": 8})
+        """Left, the tokens each request carried — the agent's as a line, summary calls and
+        subagents' as markers, a refused or unsent request as an x; right, the input tokens sent
+        in all, request by request, against the budget: a run never crosses it. Lab model dotted
+        (grey), yours solid."""
+        fig = make_subplots(rows=1, cols=2, column_widths=[0.6, 0.4], horizontal_spacing=0.1,
+                            subplot_titles=("tokens each request carried", "input tokens sent in all"))
+        runs = [("lab model", self.lab_requests, "dot", "#888888")]
+        runs += [("your model", self.requests, "solid", "#d62728")] if self.yours is not None else []
+        for name, requests, dash, colour in runs:
+            for who, mode in (("agent", "lines+markers"), ("summary", "markers"), ("subagent", "markers")):
+                shown = [r for r in requests if _kind(r) == who]
+                if shown:
+                    fig.add_scatter(x=[r.number for r in shown], y=[r.tokens for r in shown], mode=mode,
+                                    name=f"{name}: {who} requests", line={"dash": dash, "color": colour},
+                                    marker={"symbol": [_symbol(r) for r in shown], "size": 8,
+                                            "color": colour}, legendgroup=name, row=1, col=1)
+            sent = [r for r in requests if r.sent]
+            fig.add_scatter(x=[r.number for r in sent], y=list(itertools.accumulate(r.tokens for r in sent)),
+                            mode="lines", name=f"{name}: sent in all", line={"dash": dash, "color": colour},
+                            legendgroup=name, row=1, col=2)
         if window:
-            fig.add_hline(y=window, line={"dash": "dash", "color": "grey"}, annotation_text="window")
-        fig.update_layout(title=f"{self.experiment}: tokens each request carried", xaxis_title="request",
-                          yaxis_title="tokens", template="plotly_white", height=380)
+            fig.add_hline(y=window, line={"dash": "dash", "color": "grey"}, annotation_text="window",
+                          row=1, col=1)
+        for r in (r for r in self.requests if r.outcome == "not sent"):
+            fig.add_annotation(x=r.number, y=r.tokens, text="not sent: over the budget", showarrow=True,
+                               arrowhead=0, ay=-30, row=1, col=1)
+        if self.budget:
+            fig.add_hline(y=self.budget, line={"dash": "dash", "color": "black"},
+                          annotation_text=f"budget {self.budget:,}", row=1, col=2)
+        fig.update_xaxes(title_text="request", rangemode="tozero")
+        fig.update_yaxes(rangemode="tozero")
+        fig.update_layout(title=self.experiment, template="plotly_white", height=420,
+                          legend={"orientation": "h", "y": -0.25})
         return fig
 
 
@@ -133,11 +155,12 @@ def totals(requests: Sequence[Sent]) -> dict[str, Any]:
             "largest request": max((r.tokens for r in sent), default=0)}
 
 
+def _kind(r: Sent) -> str:
+    return next((k for k in ("summary", "subagent") if r.who.startswith(k)), "agent")
+
+
 def _symbol(r: Sent) -> str:
-    if r.outcome != "ok":
-        return "x"
-    kinds = {"summary": "diamond", "subagent": "square"}
-    return next((symbol for kind, symbol in kinds.items() if r.who.startswith(kind)), "circle")
+    return "x" if r.outcome != "ok" else {"summary": "diamond", "subagent": "square"}.get(_kind(r), "circle")
 
 
 def _ending(error: BaseException | None) -> str:
