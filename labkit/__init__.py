@@ -6,7 +6,7 @@
 ``widgets`` knob panels (04, 07) · ``summarize`` compaction with an archive (07–11) ·
 ``replay`` new knobs on a recorded run (07, 09) · ``isolate`` subagents behind task() (12) ·
 ``evals`` targeted evals (14, 15) · ``diagnose`` symptom → cause → remedy (16) ·
-``exercises`` the notebooks' exercises and their checkers.
+``exercises`` their checkers · ``meter`` a budget that holds, ``errors`` a provider's errors (01).
 
 Nothing happens at import: no global settings, seeds or downloads. ``labkit.__version__`` is the
 installed distribution's version (``labkit-context`` on PyPI; pyproject.toml's ``version``).

@@ -66,8 +66,9 @@ def get_model(spec: str | None = None, **kwargs: Any) -> BaseChatModel:
     messages (notebook 07), whatever its real window. The lab model's window is its ``window=``.
 
     An Ollama model is built without contacting the server: if it is not running, the first call
-    fails with ``httpx.ConnectError: [Errno 111] Connection refused`` (it does not say Ollama) —
-    start the server with ``ollama serve`` and run the cell again.
+    fails with ``httpx.ConnectError: [Errno 111] Connection refused``, which does not say Ollama;
+    ``labkit.errors.explain`` (what every "On your model" section prints) adds "start the Ollama
+    server with `ollama serve`".
 
     Keyword arguments go to ``LabModel`` or to ``init_chat_model``. Notebook 01.
     """
