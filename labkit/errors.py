@@ -48,10 +48,11 @@ def _chain(error: BaseException):
 
 
 def status_of(error: BaseException) -> int | None:
-    """The HTTP status a provider answered with, if the error carries one."""
+    """The HTTP error status (400 or more) a provider answered with, if the error carries one (a
+    reply that failed to parse carries its 200: not an error status)."""
     for e in _chain(error):
         status = getattr(e, "status_code", None) or getattr(getattr(e, "response", None), "status_code", None)
-        if isinstance(status, int):
+        if isinstance(status, int) and status >= 400:
             return status
     return None
 
@@ -62,7 +63,7 @@ def is_overflow(error: BaseException) -> bool:
     its text. Notebook 11."""
     if isinstance(error, ContextOverflowError):
         return True
-    if status_of(error) not in OVERFLOW_STATUS:
+    if getattr(error, "status_code", None) not in OVERFLOW_STATUS:  # the error's own, as deepagents reads it
         return False
     text = str(error).lower()
     return any(phrase in text for phrase in OVERFLOW_PHRASES)
@@ -113,12 +114,13 @@ def retry_after(error: BaseException, default: float) -> float:
 
 
 def _kind(error: BaseException) -> str | None:
-    """"refused", "reset" or "timeout" for a network error (by its class name, so no import of
-    httpx, openai or anthropic is needed), else None."""
+    """"refused" (nothing reached the provider: the client could not connect), "reset" or
+    "timeout" for a network error (by its class, so no import of httpx, openai or anthropic is
+    needed), else None."""
     name = type(error).__name__
     text = str(error).lower()
-    if name == "ConnectError" or isinstance(error, ConnectionRefusedError) or "connection refused" in text:
-        return "refused"
+    if name == "ConnectError" or isinstance(error, ConnectionRefusedError):  # the client's own, never
+        return "refused"                                                     # a message that says so
     if "Timeout" in name or isinstance(error, TimeoutError):
         return "timeout"
     if name in ("RemoteProtocolError", "ReadError", "WriteError") or isinstance(error, ConnectionError) \

@@ -15,25 +15,32 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import itertools
+import json
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from langchain_core.exceptions import ModelError
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage
 
-from labkit.errors import explain, is_overflow, kind, provider_message, retry_after, retryable
+from labkit.errors import explain, is_overflow, kind, provider_message, retry_after, retryable, status_of
 from labkit.tokens import TOKENS_PER_MESSAGE, TokenCounter
 
 __all__ = ["BudgetExceeded", "Meter", "Sent"]
 
-_INSIDE = contextvars.ContextVar("labkit_meter_inside", default=False)  # a metered call is running
+# the meters whose request is being made now: a model whose _generate calls _stream is metered once,
+# and a metered model attached to a second meter is counted by both
+_INSIDE: contextvars.ContextVar[frozenset] = contextvars.ContextVar("labkit_inside", default=frozenset())
+_EXTRAS = ("response_format", "functions")  # request parts sent beside the tools (structured output)
 
 
-class BudgetExceeded(RuntimeError):
-    """The next request would have taken the input tokens sent over the cap; it was not sent."""
+class BudgetExceeded(ModelError):
+    """The next request would have taken the input tokens sent over the cap; it was not sent.
+    A langchain ``ModelError`` that is not retryable, so langchain's retry middleware and
+    summarizer do not ask again."""
 
     is_retryable = False
 
@@ -52,7 +59,7 @@ class Sent:
     outcome: str = "ok"
     reported_input: int | None = None
     output_tokens: int | None = None
-    detail: str = ""
+    detail: str = ""  # the provider's message, when the request failed
 
     @property
     def sent(self) -> bool:
@@ -103,11 +110,13 @@ class Meter:
         values = [r.reported_input for r in self.requests if r.sent and r.outcome == "ok"]
         return sum(values) if values and None not in values else None
 
-    def count(self, messages: list[BaseMessage], tools: list | None) -> int:
-        """A request's tokens, as the Recorder counts what it carried: messages and tool schemas.
-        A message labkit cannot count as text (an image block) is counted as the BPE of its whole
-        content, data included — more than a provider bills, never less, so the cap still holds."""
-        total = sum(self.counter.tool(t) for t in tools or [])
+    def count(self, messages: list[BaseMessage], kwargs: dict[str, Any]) -> int:
+        """A request's tokens, as the Recorder counts what it carried — messages and tool schemas
+        (``kwargs["tools"]``) — plus a structured-output schema (``response_format``). A message
+        labkit cannot count as text (an image block) is counted as the BPE of its whole content,
+        data included: more than a provider bills, never less, so the cap still holds."""
+        total = sum(self.counter.tool(t) for t in kwargs.get("tools") or [])
+        total += sum(self.counter.text(_schema_text(kwargs[k])) for k in _EXTRAS if kwargs.get(k))
         for m in messages:
             try:
                 total += self.counter.message(m)
@@ -118,9 +127,13 @@ class Meter:
     # -- the metered model -------------------------------------------------------------------
 
     def attach(self, model: BaseChatModel) -> BaseChatModel:
-        """A copy of ``model`` whose every request goes through this meter. Notebook 01."""
+        """A copy of ``model`` whose every request goes through this meter. Notebook 01.
+
+        A shallow copy: it shares the client and anything the model logs (``LabModel.calls``)
+        with ``model``. A model already metered is metered by both meters, each to its own cap."""
         if not isinstance(model, BaseChatModel):
-            raise TypeError(f"Meter.attach needs a chat model, got {type(model).__name__}")
+            raise TypeError(f"Meter.attach needs a chat model (a BaseChatModel), got {type(model).__name__}: "
+                            "pass the model itself, not a model wrapped by .bind(), .with_retry() or a chain")
         copy = _without_client_retries(model)
         copy.__class__ = _metered_class(type(model), self)
         return copy
@@ -158,8 +171,10 @@ class Meter:
             self._say(message)
         raise BudgetExceeded(message)
 
-    def _failed(self, record: Sent, error: BaseException, model: Any, sent_anything: bool) -> float | None:
-        """Show a failed request; the seconds to wait before sending it again, or None."""
+    def _failed(self, record: Sent, error: Exception, model: Any, sent_anything: bool) -> float:
+        """Show a failed request; the seconds to wait before sending it again — or re-raise
+        ``error``, marked not retryable (labkit has retried it, or it is not worth retrying), so
+        that langchain's retry wrappers do not send it again behind the meter's back."""
         again = not sent_anything and retryable(error) and record.attempt <= self.retries
         wait = min(retry_after(error, self.wait * record.attempt), self.max_wait) if again else None
         record.outcome = "overflow" if is_overflow(error) else "retried" if again \
@@ -170,13 +185,11 @@ class Meter:
             if again else ""
         verb = "refused" if record.outcome == "overflow" else "failed"
         self._say(self._line(record, f"{verb}: {said}{tail}"))
-        return wait
-
-    def _retry_wait(self, record: Sent, error: Exception, model: Any, sent_anything: bool) -> float:
-        """Seconds to wait before sending ``record``'s request again; re-raises ``error`` when it
-        is not to be retried."""
-        wait = self._failed(record, error, model, sent_anything)
         if wait is None:
+            try:
+                error.is_retryable = False  # read by langchain's default_retry_on
+            except AttributeError:  # an exception that takes no attributes
+                pass
             raise error
         return wait
 
@@ -221,33 +234,35 @@ def _metered_class(cls: type, meter: Meter) -> type:
     each is one request's pieces — the result, or the stream's chunks — from :func:`_sent`."""
 
     def _generate(self, messages, stop=None, run_manager=None, **kwargs):
+        if meter in _INSIDE.get():  # a model whose _generate streams: metered once, here
+            return cls._generate(self, messages, stop=stop, run_manager=run_manager, **kwargs)
+
         def pieces():
             yield cls._generate(self, messages, stop=stop, run_manager=run_manager, **kwargs)
-        if _INSIDE.get():  # a model whose _generate streams: the outer call is metered already
-            return next(pieces())
         (result,) = _sent(meter, self, messages, run_manager, kwargs, pieces, _first_message)
         return result
 
     def _stream(self, messages, stop=None, run_manager=None, **kwargs):
         def pieces():
             return cls._stream(self, messages, stop=stop, run_manager=run_manager, **kwargs)
-        yield from pieces() if _INSIDE.get() else _sent(meter, self, messages, run_manager, kwargs,
-                                                          pieces, _usage_message)
+        yield from pieces() if meter in _INSIDE.get() else _sent(meter, self, messages, run_manager, kwargs,
+                                                                  pieces, _usage_message)
 
     async def _agenerate(self, messages, stop=None, run_manager=None, **kwargs):
+        if meter in _INSIDE.get():
+            return await cls._agenerate(self, messages, stop=stop, run_manager=run_manager, **kwargs)
+
         async def pieces():
             yield await cls._agenerate(self, messages, stop=stop, run_manager=run_manager, **kwargs)
-        if _INSIDE.get():
-            return await cls._agenerate(self, messages, stop=stop, run_manager=run_manager, **kwargs)
         return [r async for r in _asent(meter, self, messages, run_manager, kwargs, pieces,
                                         _first_message)][0]
 
     async def _astream(self, messages, stop=None, run_manager=None, **kwargs):
         def pieces():
             return cls._astream(self, messages, stop=stop, run_manager=run_manager, **kwargs)
-        stream = pieces() if _INSIDE.get() else _asent(meter, self, messages, run_manager, kwargs, pieces,
-                                                       _usage_message)
-        async for chunk in stream:
+        inside = meter in _INSIDE.get()
+        async for chunk in pieces() if inside else _asent(meter, self, messages, run_manager, kwargs, pieces,
+                                                          _usage_message):
             yield chunk
 
     namespace: dict[str, Any] = {"__module__": cls.__module__, "__qualname__": cls.__qualname__,
@@ -261,6 +276,23 @@ def _metered_class(cls: type, meter: Meter) -> type:
     return type(cls)(cls.__name__, (cls,), namespace)
 
 
+def _partial(model: Any, got: list, error: Exception) -> bool:
+    """Did the failed attempt already hand out part of a reply? Chunks it yielded; or, for a model
+    that streams inside ``_generate`` (``streaming=True``), any failure that is not an HTTP error
+    status or a refused connection (those come before the first token)."""
+    if got:
+        return True
+    return bool(getattr(model, "streaming", False)) and status_of(error) is None \
+        and kind(error) != "connection refused"
+
+
+def _schema_text(value: Any) -> str:
+    """A structured-output schema as JSON text (a pydantic class by its JSON schema)."""
+    if hasattr(value, "model_json_schema"):
+        value = value.model_json_schema()
+    return json.dumps(value, ensure_ascii=False, default=str)
+
+
 def _first_message(pieces: list) -> Any:
     generations = pieces[0].generations if pieces else []
     return generations[0].message if generations else None
@@ -270,13 +302,13 @@ def _sent(meter: Meter, model, messages, run_manager, kwargs, pieces, reply):
     """One request through the meter: admitted (or refused) before each attempt, its pieces
     yielded as they come (``_INSIDE`` set while the model makes each), retried while the meter
     says so, and shown with ``reply(pieces)`` when done."""
-    who, tokens = meter._who(run_manager), meter.count(messages, kwargs.get("tools"))
+    who, tokens = meter._who(run_manager), meter.count(messages, kwargs)
     for attempt in itertools.count(1):
         record, got = meter._admit(who, tokens, attempt), []
         stream = pieces()
         try:
             while True:
-                token = _INSIDE.set(True)
+                token = _INSIDE.set(_INSIDE.get() | {meter})
                 try:
                     piece = next(stream)
                 except StopIteration:
@@ -288,7 +320,7 @@ def _sent(meter: Meter, model, messages, run_manager, kwargs, pieces, reply):
         except BudgetExceeded:
             raise
         except Exception as error:
-            meter.sleep(meter._retry_wait(record, error, model, bool(got)))
+            meter.sleep(meter._failed(record, error, model, _partial(model, got, error)))
             continue
         meter._done(record, reply(got))
         return
@@ -296,13 +328,13 @@ def _sent(meter: Meter, model, messages, run_manager, kwargs, pieces, reply):
 
 async def _asent(meter: Meter, model, messages, run_manager, kwargs, pieces, reply):
     """:func:`_sent` for async calls and streams."""
-    who, tokens = meter._who(run_manager), meter.count(messages, kwargs.get("tools"))
+    who, tokens = meter._who(run_manager), meter.count(messages, kwargs)
     for attempt in itertools.count(1):
         record, got = meter._admit(who, tokens, attempt), []
         stream = pieces()
         try:
             while True:
-                token = _INSIDE.set(True)
+                token = _INSIDE.set(_INSIDE.get() | {meter})
                 try:
                     piece = await stream.__anext__()
                 except StopAsyncIteration:
@@ -314,7 +346,7 @@ async def _asent(meter: Meter, model, messages, run_manager, kwargs, pieces, rep
         except BudgetExceeded:
             raise
         except Exception as error:
-            wait = meter._retry_wait(record, error, model, bool(got))
+            wait = meter._failed(record, error, model, _partial(model, got, error))
             await (asyncio.sleep(wait) if meter.sleep is time.sleep else asyncio.to_thread(meter.sleep, wait))
             continue
         meter._done(record, reply(got))
@@ -337,7 +369,9 @@ def _without_client_retries(model: BaseChatModel) -> BaseChatModel:
             copy.async_client = copy.root_async_client.chat.completions
         return copy
     if "max_retries" in type(model).model_fields:
-        copy = model.model_copy(update={"max_retries": 0})
+        # Google's SDK reads 0 as "its default, 5 retries": 1 is one attempt (langchain-google-genai)
+        once = 1 if type(model).__module__.startswith("langchain_google_genai") else 0
+        copy = model.model_copy(update={"max_retries": once})
         for cached in ("_client", "_async_client"):
             copy.__dict__.pop(cached, None)
         return copy

@@ -270,6 +270,7 @@ class _Session:
             index=len(self.records), turn=t.turns[i], stored=t.prefix[n], seen=tokens, by_kind=by,
             messages_stored=n, messages_seen=n - cut + (1 if self.events else 0), output_tokens=out,
             cost=0.0 if error else cost(tokens, out, self.price), error=error,
+            overflow=error is not None,  # the only error a replay makes: a request over the window
             tool_calls=[] if error else t.tool_calls[i]))
 
     def call(self, i: int, n: int) -> bool:

@@ -45,7 +45,9 @@ class Experiment:
     """A lesson's key experiment, scaled down so that it is cheap on a real model. Notebook 01.
 
     ``run(model, middleware)`` runs it on ``model`` (metered: every request it sends is counted
-    and capped) with the extra middleware appended, and returns the ``scenario.Run``; ``window``
+    and capped) with ``middleware`` appended to the experiment's own (``on_your_model`` passes
+    none; it is there for an experiment you build and run yourself), and returns the
+    ``scenario.Run``; ``window``
     is the window the experiment assumes (``lab_options`` go to the lab model's run);
     ``checks(run)`` returns what went wrong among the things that do not depend on the model's
     choices (an empty list: all held); ``observe(run)`` describes what the model chose.
@@ -80,7 +82,7 @@ class Outcome:
     @property
     def sent(self) -> int:
         """Input tokens your run sent in all (labkit's count): every request, retries included."""
-        return sum(r.tokens for r in self.requests if r.sent)
+        return totals(self.requests)["input tokens sent"]
 
     def table(self) -> Table:
         """One row per run: requests (summaries and subagents among them), input tokens sent by
@@ -102,7 +104,7 @@ class Outcome:
         runs += [("your model", self.requests, "solid", "#d62728")] if self.yours is not None else []
         for name, requests, dash, colour in runs:
             for who, mode in (("agent", "lines+markers"), ("summary", "markers"), ("subagent", "markers")):
-                shown = [r for r in requests if _kind(r) == who]
+                shown = [r for r in requests if _request_kind(r) == who]
                 if shown:
                     fig.add_scatter(x=[r.number for r in shown], y=[r.tokens for r in shown], mode=mode,
                                     name=f"{name}: {who} requests", line={"dash": dash, "color": colour},
@@ -155,12 +157,13 @@ def totals(requests: Sequence[Sent]) -> dict[str, Any]:
             "largest request": max((r.tokens for r in sent), default=0)}
 
 
-def _kind(r: Sent) -> str:
+def _request_kind(r: Sent) -> str:
     return next((k for k in ("summary", "subagent") if r.who.startswith(k)), "agent")
 
 
 def _symbol(r: Sent) -> str:
-    return "x" if r.outcome != "ok" else {"summary": "diamond", "subagent": "square"}.get(_kind(r), "circle")
+    shapes = {"summary": "diamond", "subagent": "square"}
+    return "x" if r.outcome != "ok" else shapes.get(_request_kind(r), "circle")
 
 
 def _ending(error: BaseException | None) -> str:
@@ -233,8 +236,14 @@ def on_your_model(experiment: Experiment, *, model: Any = None, price: str | tup
         out(outcome.refused)
         return outcome
     meter = Meter(cap=limit, out=out)
+    try:
+        metered = meter.attach(model)
+    except TypeError as e:  # a wrapped model: said, not raised
+        outcome.refused = f"not run: {e}. Nothing was sent."
+        out(outcome.refused)
+        return outcome
     outcome.requests = meter.requests
-    outcome.yours = experiment.run(meter.attach(model), ())
+    outcome.yours = experiment.run(metered, ())
     outcome.stopped = meter.stopped
     _report(outcome, experiment, model, out)
     return outcome
@@ -243,13 +252,14 @@ def on_your_model(experiment: Experiment, *, model: Any = None, price: str | tup
 def _report(outcome: Outcome, experiment: Experiment, model: Any, out: Callable[[str], Any]) -> None:
     """What the run sent and how it ended, then checks, observations and diagnose()."""
     row = totals(outcome.requests)
-    answered = [r for r in outcome.requests if r.outcome == "ok"]
+    answered = totals([r for r in outcome.requests if r.outcome == "ok"])
     theirs = row["provider's input count"]
     n = row["requests"]
     out(f"Sent {n} request{'s' * (n != 1)}, {row['input tokens sent']:,} input tokens by labkit's count, "
         f"of a {outcome.budget:,}-token budget"
-        + (f"; for the {len(answered)} answered, labkit counted {sum(r.tokens for r in answered):,} and "
-           f"the provider {f'{theirs:,}' if isinstance(theirs, int) else theirs}." if answered else "."))
+        + (f"; for the {answered['requests']} answered, labkit counted {answered['input tokens sent']:,} "
+           f"and the provider {f'{theirs:,}' if isinstance(theirs, int) else theirs}."
+           if answered["requests"] else "."))
     error = outcome.yours.error
     if error is not None and not isinstance(error, BudgetExceeded):
         failed = next((r for r in reversed(outcome.requests)

@@ -41,7 +41,23 @@ CASES = [
     status_error(429, "Rate limit reached."),
     ContextOverflowError("anything"),
     ValueError("maximum context length"),
+    httpx.HTTPStatusError("400: maximum context length", request=httpx.Request("POST", URL),
+                          response=httpx.Response(400, request=httpx.Request("POST", URL))),
 ]
+
+
+def _raised_from(outer: Exception, inner: Exception) -> Exception:
+    try:
+        try:
+            raise inner
+        except Exception as e:
+            raise outer from e
+    except Exception as caught:
+        return caught
+
+
+CASES += [_raised_from(RuntimeError("prompt is too long"), CASES[0]),
+          _raised_from(ValueError("while handling it"), CASES[0])]
 
 
 @pytest.mark.parametrize("error", CASES, ids=lambda e: f"{type(e).__name__}:{str(e)[:30]}")
@@ -154,3 +170,14 @@ def test_a_cut_that_orphans_a_tool_result_is_refused_by_the_server_and_diagnosed
                            export_scale=0.02)
     assert errors.status_of(run.error) == 400 and "role 'tool' must be a response" in str(run.error)
     assert [f.key for f in diagnose(run)] == ["orphan"]
+
+
+def test_only_an_error_status_is_a_status_and_only_the_client_refusing_is_a_refused_connection():
+    ok = httpx.Response(200, request=httpx.Request("POST", URL))
+    parse = ValueError("could not parse the reply")
+    parse.response = ok
+    assert errors.status_of(parse) is None, "a reply that failed to parse carries its 200"
+    relayed = status_error(500, "upstream said: connection refused")
+    assert errors.kind(relayed) == "server error (500)", "a gateway's words are not our connection"
+    assert errors.kind(RuntimeError("connection refused, said the proxy")) == "RuntimeError"
+    assert errors.kind(httpx.ConnectError("[Errno 111] Connection refused")) == "connection refused"

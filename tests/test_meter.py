@@ -275,3 +275,71 @@ def test_content_that_is_not_text_is_counted_whole_and_sent():
     model = meter.attach(GenericFakeChatModel(messages=iter([AIMessage("a chart")])))
     assert model.invoke([image]).text == "a chart"
     assert meter.requests[0].tokens > 500 and meter.requests[0].outcome == "ok"
+
+
+def test_a_structured_output_schema_is_counted_with_the_request():
+    schema = {"type": "json_schema", "json_schema": {"name": "report", "schema": {
+        "type": "object", "properties": {f"field_{i}": {"type": "string", "description": "a figure " * 20}
+                                         for i in range(20)}}}}
+    meter, question = Meter(out=None), [HumanMessage("Summarise Brightloom.")]
+    assert meter.count(question, {"response_format": schema}) > meter.count(question, {}) + 500
+
+
+def test_a_model_metered_twice_is_held_to_both_caps():
+    with OpenAIServer() as server:
+        inner = Meter(cap=100, out=None)
+        outer = Meter(cap=100_000, out=None)
+        model = outer.attach(inner.attach(chat(server)))
+        with pytest.raises(BudgetExceeded):
+            model.invoke("Brightloom " * 300)
+        assert server.chat_requests == [] and inner.requests[0].outcome == "not sent"
+        small = Meter(cap=100_000, out=None)
+        both = outer.attach(small.attach(chat(server)))
+        both.invoke("Brightloom please")
+    assert len(server.chat_requests) == 1 and small.sent == outer.requests[-1].tokens > 0
+
+
+def test_langchains_retry_wrappers_do_not_send_again_what_the_meter_gave_up_on():
+    """BudgetExceeded is a non-retryable langchain ModelError, and a provider error the meter has
+    retried is marked so: langchain's default_retry_on (its retry middleware, its summarizer)
+    leaves both alone."""
+    from langchain.agents.middleware._retry import default_retry_on
+
+    assert default_retry_on(BudgetExceeded("over")) is False
+    with OpenAIServer(failures={1: "500", 2: "500", 3: "500"}) as server:
+        meter = Meter(out=None, sleep=lambda s: None)
+        with pytest.raises(Exception) as caught:
+            meter.attach(chat(server)).with_retry(retry_if_exception_type=default_retry_on,  # as langchain's
+                                                  stop_after_attempt=3).invoke("hello")  # summarizer does
+    assert default_retry_on(caught.value) is False
+    assert len(server.chat_requests) == 3, "the meter's three attempts, and no more"
+
+
+def test_a_wrapped_model_is_one_line_not_a_traceback(monkeypatch):
+    monkeypatch.setenv("LABKIT_BUDGET_TOKENS", "1000000")
+    with OpenAIServer() as server:
+        outcome, lines = run_quietly_with(experiments.token_counts(), chat(server).with_retry())
+    assert outcome.yours is None and "pass the model itself" in outcome.refused and server.chat_requests == []
+
+
+def run_quietly_with(experiment, model):
+    lines: list[str] = []
+    return on_your_model(experiment, model=model, out=lines.append), lines
+
+
+def test_one_repeat_before_the_budget_is_not_called_a_loop():
+    from langchain_core.messages import AIMessage, ToolMessage
+
+    from labkit.diagnose import diagnose
+
+    call = {"name": "fetch_market_data", "args": {"ticker": "BRLM"}, "id": "a", "type": "tool_call"}
+    messages = [HumanMessage(scenario.REQUEST)]
+    for i in range(2):
+        messages += [AIMessage("", tool_calls=[{**call, "id": f"c{i}"}]),
+                     ToolMessage("x", tool_call_id=f"c{i}")]
+    once = scenario.Run(messages=messages, files={}, error=BudgetExceeded("stopped"))
+    found = [f for f in diagnose(once) if f.key == "repeated_work"]
+    assert found and "a loop" not in found[0].evidence()
+    messages += [AIMessage("", tool_calls=[{**call, "id": "c2"}]), ToolMessage("x", tool_call_id="c2")]
+    twice = scenario.Run(messages=messages, files={}, error=BudgetExceeded("stopped"))
+    assert any("a loop" in f.evidence() for f in diagnose(twice) if f.key == "repeated_work")

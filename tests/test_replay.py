@@ -357,3 +357,11 @@ def test_split_pieces_is_the_pieces_regex_split():
     assert len(texts) > 200, len(texts)
     for text in texts:
         assert rs.split_pieces(text) == rs.PIECES.split(text), repr(text[:80])
+
+
+def test_a_replayed_refusal_is_flagged_as_an_overflow(recorded):
+    """Replay's only error is a request over the window: its records say so as the Recorder's do."""
+    from labkit.replay import replay
+
+    refused = [r for r in replay(recorded, window=60_000, trigger=("tokens", 1_000_000)).records if r.error]
+    assert refused and all(r.overflow for r in refused)

@@ -152,11 +152,13 @@ def _goal_lost(run, score, model, limits) -> Finding | None:
 
 def _repeated_work(run, score, model, limits) -> Finding | None:
     """The scenario's data tools called again for the same company, or any tool called again
-    with the same arguments (any agent's run); a run the token budget stopped is named a loop."""
+    with the same arguments (any agent's run); a run the token budget stopped after repeating
+    work at least twice is named a loop."""
     count = max(score.steps_repeated, score.identical_calls)
     if not count:
         return None
-    loop = type(run.error).__name__ == "BudgetExceeded"  # labkit.meter's, live or loaded
+    # stopped by labkit.meter's budget (live or loaded) with the same work done three times or more
+    loop = type(run.error).__name__ == "BudgetExceeded" and count >= 2
     return Finding("repeated_work", {"count": count, "steps": list(score.repeated) or ["identical calls"],
                                      "loop": _LOOP[loop][0], "loop_zh": _LOOP[loop][1]})
 

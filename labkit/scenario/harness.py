@@ -21,6 +21,7 @@ from deepagents.backends.utils import create_file_data
 from deepagents.middleware.filesystem import FilesystemMiddleware
 from langchain.agents import create_agent
 from langchain_core.messages import BaseMessage, HumanMessage
+from langgraph.checkpoint.memory import InMemorySaver
 
 from labkit._checkpoint import LatestSaver
 from labkit.scenario.data import tools
@@ -131,12 +132,13 @@ def capture(graph, turns: str | Iterable[str], recorder: Recorder | None = None,
     ended it, if one did. Notebook 16: bring your own agent, even one that fails.
 
     ``graph`` is any agent ``create_agent`` / ``create_deep_agent`` built, with a
-    ``labkit.Recorder`` last in its middleware (pass the same ``recorder`` here). An agent with a
-    checkpointer is read back with ``get_state`` (``config`` names the thread; default
-    ``thread_id="labkit"``); one without is streamed, and the last state it reached is kept — so a
-    run whose model call raised (a context overflow, a provider error) still holds every message
-    and file up to that call. Without a checkpointer, each turn is sent with the messages before it.
-    ``files`` seeds the state's files on the first turn.
+    ``labkit.Recorder`` last in its middleware (pass the same ``recorder`` here). It is read back
+    with ``get_state`` after the last turn — so a run whose model call raised (a context overflow,
+    a provider error) still holds every message, file and private channel (compaction events,
+    todos) up to that call. An agent built without a checkpointer is run on a copy that has one
+    (langgraph's ``InMemorySaver``), so its turns follow each other on one thread as they would
+    with yours. ``config`` names the thread (default ``thread_id="labkit"``) and the recursion
+    limit (200); ``files`` seeds the state's files on the first turn.
 
     Example:
         >>> # rec = Recorder(); agent = create_agent(model, tools, middleware=[..., rec])
@@ -145,32 +147,23 @@ def capture(graph, turns: str | Iterable[str], recorder: Recorder | None = None,
     recorder = Recorder() if recorder is None else recorder
     turns = [turns] if isinstance(turns, str) else turns  # read one at a time: evals.reminded
     config = {"recursion_limit": 200, **(config or {})}
-    config.setdefault("configurable", {}).setdefault("thread_id", "labkit")
-    saved = getattr(graph, "checkpointer", None) is not None
+    config["configurable"] = {"thread_id": "labkit", **config.get("configurable", {})}
+    if getattr(graph, "checkpointer", None) is None:
+        graph = graph.copy(update={"checkpointer": InMemorySaver()})
     seed = _seed_files(files)
-    state: dict[str, Any] = {}
     error, done = None, 0
     for text in turns:
         recorder.start_turn(text)
         update: dict[str, Any] = {"messages": [HumanMessage(text)]}
-        if not saved:
-            update["messages"] = [*state.get("messages", []), *update["messages"]]
-            update["files"] = state.get("files") or {}
         if seed and done == 0:
-            update["files"] = {**update.get("files", {}), **seed}
+            update["files"] = seed
         try:
-            if saved:
-                graph.invoke(update, config=config)
-            else:
-                for values in graph.stream(update, config=config, stream_mode="values"):
-                    state = values
+            graph.invoke(update, config=config)
             done += 1
         except Exception as e:  # the run ends; what happened is kept for the learner
             error = e
             break
-    if saved:
-        state = dict(graph.get_state(config).values)
-    return _as_run(state, recorder, error, done)
+    return _as_run(dict(graph.get_state(config).values), recorder, error, done)
 
 
 def _as_run(state: dict[str, Any], recorder: Recorder, error: BaseException | None, done: int) -> Run:

@@ -58,3 +58,22 @@ def test_it_reads_turns_one_at_a_time():
     recorder = Recorder()
     scenario.capture(overflowing(recorder), turns(), recorder)
     assert read == list(scenario.TURNS[:1])
+
+
+def test_without_a_checkpointer_private_channels_carry_from_turn_to_turn():
+    """Compaction events live in a private channel: the second turn must see the first's, as it
+    would on your own thread — the same events as scenario.run's, turn for turn."""
+    from labkit.summarize import SummarizeMiddleware, events_of
+
+    def events(run):
+        return [(e.number, e.cut) for e in events_of(run.state)]
+
+    model = LabModel(window=1_000_000)
+    summarize = SummarizeMiddleware(model, trigger=("messages", 10), keep=("messages", 4))
+    recorder = Recorder()
+    agent = create_agent(model, tools=scenario.tools(),
+                         middleware=[FilesystemMiddleware(), summarize, recorder])
+    captured = scenario.capture(agent, scenario.TURNS[:2], recorder)
+    reference = scenario.run(LabModel(window=1_000_000), turns=scenario.TURNS[:2], middleware=[
+        SummarizeMiddleware(model, trigger=("messages", 10), keep=("messages", 4))])
+    assert len(events(captured)) >= 2 and events(captured) == events(reference)
