@@ -323,3 +323,18 @@ def test_the_shared_text_cache_is_bounded_by_the_characters_it_holds():
         assert cache.get("enc", f"{i}" * 30, lambda: 7) == 7, "the count given is returned"
     assert cache.held <= 100, f"holds {cache.held} characters, over its bound of 100"
     assert len(cache._lru) == 3, "the least recently used texts were dropped"
+
+
+def test_the_readme_gives_cl100k_against_o200k_on_the_first_turn():
+    """README, "What the budget means": cl100k within 0.1% of o200k in English, 7.9% above it
+    with the Chinese news, on the scenario's first turn (exports at 5%)."""
+    from labkit import LabModel, scenario
+    from labkit.tokens import TokenCounter
+
+    gaps = {}
+    for language in ("en", "zh"):
+        run = scenario.run(LabModel(window=1_000_000), turns=scenario.TURNS[:1], export_scale=0.05,
+                           news_language=language)
+        o200k, cl100k = TokenCounter("o200k_base"), TokenCounter("cl100k_base")
+        gaps[language] = cl100k.messages(run.messages) / o200k.messages(run.messages) - 1
+    assert abs(gaps["en"]) < 0.0015 and round(gaps["zh"], 3) == 0.079
