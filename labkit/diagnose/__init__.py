@@ -61,8 +61,11 @@ COST_GROWTH = 20
 """Cost blow-up: the average call carries at least this many times the first call's tokens."""
 TAX_SHARE = 0.40
 """Tool-schema tax: schemas are at least this share of all the tokens sent..."""
-TAX_MIN_TOKENS = 25_000
-"""...and at least this many tokens over the run (a small share of a cheap run is no problem)."""
+TAX_MIN_TOKENS = 100_000
+"""...and at least this many schema tokens over the run: a tenth of what makes a run's cost a
+blow-up (``COST_MIN_TOKENS``). Below it, trimming tools saves cents, and a run that offloading
+already keeps small (the course's recommended setting: ~35,000 at every window) is not flagged
+for the schemas it still has to send."""
 RAW_REPLY_TOKENS = 2_000
 """Raw dump: a ``task`` reply longer than this is raw data, not a report (reports are ~100)."""
 

@@ -15,7 +15,6 @@ import inspect
 from collections.abc import Callable
 
 from deepagents.backends import StateBackend
-from deepagents.middleware.filesystem import FilesystemMiddleware
 from deepagents.middleware.summarization import SummarizationMiddleware
 from langchain.agents.middleware import AgentMiddleware
 from langchain.agents.middleware import SummarizationMiddleware as LangchainSummarization
@@ -103,13 +102,13 @@ def _cost_blowup_recipe(fixed: bool):
 
 
 def _tool_tax_recipe(fixed: bool):
-    """Notebook 06: create_deep_agent evicting every result over 1,000 tokens (4,000 characters),
-    so the tool schemas become a large slice of every call; the fix sends only the file tools it
-    uses."""
+    """Notebook 06 at a real toolbox's size: the recommended setting (offloading at 8,000 tokens,
+    then summarization) on an agent also handed thirty company tools it never calls
+    (``scenario.Toolbox``), so their schemas ride on every call; the fix sends only the tools the
+    task needs."""
     model = LabModel(window=128_000)
-    tools = {"tools": ["read_file", "write_file", "grep"]} if fixed else {}
-    files = FilesystemMiddleware(tool_token_limit_before_evict=1_000, **tools)
-    return model, scenario.run(model, middleware=[files], harness="deep")
+    middleware = [OffloadMiddleware(tool_limit=8_000), SummarizeMiddleware(model)]
+    return model, scenario.run(model, middleware=middleware if fixed else [scenario.Toolbox(), *middleware])
 
 
 def _orphan_recipe(fixed: bool):

@@ -103,8 +103,8 @@ ROWS: tuple[Row, ...] = (
              "某个工具结果太大，连同已有历史一起塞不进窗口。",
              "卸载：把大结果写进文件，上下文里只留路径和预览，需要时用 read_file 或 grep 取回。"
              "（deepagents 按字符数判断：结果超过 4 × tool_token_limit_before_evict 个字符才卸载。）"),
-        Knob("OffloadMiddleware(tool_limit=20_000)", "labkit.offload.OffloadMiddleware", "tool_limit"),
-        Knob("FilesystemMiddleware(tool_token_limit_before_evict=20_000)", _FS,
+        Knob("OffloadMiddleware(tool_limit=8_000)", "labkit.offload.OffloadMiddleware", "tool_limit"),
+        Knob("FilesystemMiddleware(tool_token_limit_before_evict=5_000)", _FS,
              "tool_token_limit_before_evict")),
     Row("slow_growth", ("12",),
         Text("Tokens climb call after call and the run dies late, with no single huge result.",
@@ -119,16 +119,19 @@ ROWS: tuple[Row, ...] = (
     Row("overflow_rescued", ("02", "11"),
         Text("A call is refused, then the run compacts and carries on.",
              "The compaction came from the overflow fallback, not the trigger: the trigger sits "
-             "above what still fits, or one result leapt past it.",
-             "Compact before the wall: a trigger below the window, and offload big results so "
-             "the fallback never has to act."),
+             "above what still fits; or deepagents' chars/4 estimate undercounts the request (CSV "
+             "and Chinese run at about half of it: notebooks 02, 09, 10), so its trigger and "
+             "budget think it fits; or one result leapt past it.",
+             "Compact before the wall: offload big results first, so that no single result can "
+             "leap past the trigger and the estimate's error stays small beside the window."),
         Text("某次调用被拒，随后自动压缩、继续往下跑。",
-             "压缩是超长回退触发的，不是 trigger：trigger 高过了窗口还能装下的量，"
-             "或者某个结果一下子越过了它。",
-             "在撞墙之前压缩：trigger 设在窗口以下，并先卸载大结果，让回退根本用不上。"),
-        Knob('SummarizeMiddleware(model, trigger=("fraction", 0.85))', _SUMMARIZE, "trigger"),
-        Knob('SummarizationMiddleware(model, backend=..., trigger=("fraction", 0.85))', _DEEP_SUMMARY,
-             "trigger")),
+             "压缩是超长回退触发的，不是 trigger：trigger 高过了窗口还能装下的量；或者 deepagents "
+             "用字符数/4 估算，低估了请求（CSV 和中文只有实际的一半左右：见笔记本 02、09、10），"
+             "它的 trigger 和预算都以为还装得下；或者某个结果一下子越过了它。",
+             "在撞墙之前压缩：先卸载大结果，让任何单个结果都跳不过 trigger，估算误差相对窗口也就小了。"),
+        Knob("OffloadMiddleware(tool_limit=8_000)", "labkit.offload.OffloadMiddleware", "tool_limit"),
+        Knob("FilesystemMiddleware(tool_token_limit_before_evict=5_000)", _FS,
+             "tool_token_limit_before_evict")),
     Row("no_profile", ("02", "07"),
         Text("Compaction never fires on its own; the run meets the wall first.",
              "The model has no profile, so deepagents uses its fallback — trigger 170,000 tokens, "
@@ -204,21 +207,23 @@ ROWS: tuple[Row, ...] = (
              "每次调用都把全部历史重发一遍，每次摘要又是一次长上下文调用。",
              "卸载大结果、隔离脏活、少发工具 schema。"
              "压缩本身不省钱：每次压缩都是一次读完整段历史的模型调用。"),
-        Knob("OffloadMiddleware()", "labkit.offload.OffloadMiddleware"),
-        Knob("FilesystemMiddleware(tool_token_limit_before_evict=...)", _FS,
+        Knob("OffloadMiddleware(tool_limit=8_000)", "labkit.offload.OffloadMiddleware", "tool_limit"),
+        Knob("FilesystemMiddleware(tool_token_limit_before_evict=5_000)", _FS,
              "tool_token_limit_before_evict")),
     Row("tool_tax", ("06",),
-        Text("Tool schemas are a large slice of every call.",
-             "Tools the task never calls are sent on every call anyway.",
-             "Send only the tools the task needs: FilesystemMiddleware(tools=[...]), or "
-             "HarnessProfile(excluded_tools=...)."),
-        Text("每次调用里，工具 schema 占了一大块。",
-             "任务从来不用的工具，每次调用照样发一遍。",
-             "只发任务真正需要的工具：FilesystemMiddleware(tools=[...])，"
-             "或 HarnessProfile(excluded_tools=...)。"),
-        Knob("IsolateMiddleware(model, subagents, file_tools=False)", "labkit.isolate.IsolateMiddleware",
-             "file_tools"),
-        Knob('FilesystemMiddleware(tools=["read_file", "write_file", "grep"])', _FS, "tools")),
+        Text("Tool schemas are a large slice of every call, and a large cost over the run.",
+             "Tools the task never calls are sent on every call anyway — a whole toolbox handed "
+             "to the agent.",
+             "Send only the tools the task needs: leave the rest out of tools=[...], exclude them "
+             "by name (HarnessProfile(excluded_tools=...)), or give them to a subagent that needs "
+             "them, so the parent carries only task()."),
+        Text("每次调用里工具 schema 都占一大块，整次运行下来花费可观。",
+             "任务从来不用的工具（整套工具箱都交给了 agent），每次调用照样发一遍。",
+             "只发任务真正需要的工具：不用的别放进 tools=[...]，或按名字排除"
+             "（HarnessProfile(excluded_tools=...)），或交给需要它们的子智能体，主 agent 只带 task()。"),
+        Knob("SubagentSpec(..., tools=scenario.toolbox())", "labkit.isolate.SubagentSpec", "tools"),
+        Knob("HarnessProfile(excluded_tools=frozenset(unused))", "deepagents.HarnessProfile",
+             "excluded_tools")),
     Row("orphan", ("08",),
         Text("The provider rejects the request (HTTP 400): a tool message with no tool call "
              "before it.",

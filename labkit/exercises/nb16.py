@@ -4,8 +4,10 @@ q1: a patient — the scenario under ``create_deep_agent`` on a 60,000-token mod
 refused and rescued; the answer is ``model -> [middleware]``, passed when ``diagnose()`` finds
 nothing and the job is done. q2, the capstone: an unseen variant (``VARIANT``: exports twice
 their size, news in Chinese, 128k); the answer is a config of knobs (``START``), run by
-:func:`capstone` and passed when every eval of :func:`eval_grid` passes and ``diagnose()`` is
-clean — the checker names the failing eval and the finding. Both check behaviour.
+:func:`capstone` and passed when every eval of :func:`eval_grid` passes — the cost eval among
+them: every input token the model received, subagents and summaries included, within
+``BUDGET`` — and ``diagnose()`` is clean; the checker names the failing eval and the finding.
+Both check behaviour.
 """
 
 from __future__ import annotations
@@ -22,7 +24,8 @@ from labkit.model import PROGRESS_PROMPT, LabModel
 from labkit.offload import OffloadMiddleware
 from labkit.summarize import SummarizeMiddleware
 
-__all__ = ["START", "VARIANT", "WINDOW", "capstone", "eval_grid", "patient", "q1", "q2", "treated"]
+__all__ = ["BUDGET", "START", "VARIANT", "WINDOW", "capstone", "eval_grid", "patient", "q1", "q2",
+           "sent", "treated"]
 
 WINDOW = 60_000
 
@@ -135,12 +138,24 @@ def capstone(config):
     return model, run
 
 
-def eval_grid(run) -> dict[str, bool]:
-    """The capstone's five evals, each True when it passes. Notebook 16."""
+BUDGET = 100_000
+"""The capstone's cost eval: input tokens the model received over the whole run, at most this —
+the default budget of "On your model" (``LABKIT_BUDGET_TOKENS``), so a passing design is one you
+could afford to run on a real model."""
+
+
+def sent(model) -> int:
+    """Every input token the lab model received: the agent's calls, summary calls and subagents'
+    (its own log, ``model.calls``); a refused call costs nothing. Notebook 16."""
+    return sum(c.input_tokens for c in model.calls if not c.error)
+
+
+def eval_grid(run, model) -> dict[str, bool]:
+    """The capstone's six evals, each True when it passes. Notebook 16."""
     s = run.score
     return {"no call refused": not any(r.error for r in run.records), "report and risks note written":
             s.goal_completed, "needle answered": s.needle_correct, "goal never lost": s.goal_lost == 0,
-            "no step repeated": s.steps_repeated == 0}
+            "no step repeated": s.steps_repeated == 0, f"within {BUDGET:,} tokens": sent(model) <= BUDGET}
 
 
 def _check_q2(config) -> str | None:
@@ -150,11 +165,13 @@ def _check_q2(config) -> str | None:
         return str(e)
     except Exception as e:  # a knob value the middleware refuses: say so, do not crash
         return f"the run could not start with that config: {type(e).__name__}: {e}"
-    failed = [name for name, ok in eval_grid(run).items() if not ok]
+    failed = [name for name, ok in eval_grid(run, model).items() if not ok]
     found = diagnose(run, model)
     if not failed and not found:
         return None
     said = f"eval(s) failing: {', '.join(failed)}" if failed else "every eval passes"
+    if f"within {BUDGET:,} tokens" in failed:
+        said += f" (it sent {sent(model):,} tokens)"
     if found:
         said += f"; diagnose() finds {', '.join(f.key for f in found)} — {found[0].evidence()}"
     return said
@@ -163,16 +180,20 @@ def _check_q2(config) -> str | None:
 q2 = Exercise(
     prompt="The capstone: nb16.VARIANT is the running example with exports twice their size, news "
            "in Chinese, on a 128k model. Start from nb16.START (every knob off) and set the knobs "
-           "until every eval of nb16.eval_grid passes and diagnose() is clean.",
+           "until every eval of nb16.eval_grid passes — the job done, the needle answered, nothing "
+           "refused, lost or repeated, within nb16.BUDGET input tokens in all — and diagnose() is "
+           "clean.",
     checker=_check_q2,
     hints=[
-        "Run it: `model, run = nb16.capstone(config)`, then `nb16.eval_grid(run)` and "
-        "`diagnose.report(diagnose.diagnose(run, model))`. The first finding's row names the knob.",
-        "Offloading is the cure for a refused call whose largest result is an export — but an "
-        "offload limit so low that every result becomes a stub leaves the tool schemas as most of "
-        "what is sent (the tool-schema tax). Offload only the exports that do not fit: their sizes "
-        "are count_tokens(scenario.export_text(t, 2.0)).",
+        "Run it: `model, run = nb16.capstone(config)`, then `nb16.eval_grid(run, model)` and "
+        "`diagnose.report(diagnose.diagnose(run, model))`. The first finding's row names the knob; "
+        "`nb16.sent(model)` is what the cost eval reads.",
+        "Offloading cures a refused call whose largest result is an export — and what stays in "
+        "the context is re-sent on every later call. An offload limit that lets the three largest "
+        "exports through (count_tokens(scenario.export_text(t, 2.0)) for each) fits the window but "
+        "sends several times the budget; one that offloads every export sends a fraction.",
     ],
-    solution_text='answer = {**nb16.START, "offload": 40_000}  # the three largest exports go to files',
+    solution_text='answer = {**nb16.START, "offload": 8_000}  # every export goes to a file: the '
+                  'recommended setting\'s limit',
     given=lambda: {"nb16": sys.modules[__name__]},
 )

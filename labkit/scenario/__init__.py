@@ -6,7 +6,8 @@ digest — writes ``/reports/weekly.md``, adds a risks note on feedback, and fin
 question that needs one exact figure buried in the first export: the *needle*.
 
 Five parts, each one read: ``texts`` (what the user says), ``data`` (the data set and its two
-tools), ``steps`` (the tasks the lab model follows), ``harness`` (``agent()``, ``run()``, and
+tools; ``toolbox``, thirty tools the task never needs), ``steps`` (the tasks the lab model
+follows), ``harness`` (``agent()``, ``run()``, and
 ``capture()`` for your own agent) and ``results`` (``Run``, ``score()``). Every name is
 importable from here: ``scenario.run(model)``.
 What it leaves out: deciding what to do next — that is the model's.
@@ -60,6 +61,7 @@ from labkit.scenario.texts import (
     TURNS,
     UNLIMITED_RESEARCHER_PROMPT,
 )
+from labkit.scenario.toolbox import TOOLBOX, Toolbox, toolbox
 
 __all__ = [
     "BRIEFINGS",
@@ -85,6 +87,7 @@ __all__ = [
     "SHARED_NOTES_INSTRUCTION",
     "SHARED_NOTES_PATH",
     "SKILLS_SOURCE",
+    "TOOLBOX",
     "TRANSCRIPT_NOTE",
     "TURNS",
     "UNLIMITED_RESEARCHER_PROMPT",
@@ -93,6 +96,7 @@ __all__ = [
     "Score",
     "Step",
     "Task",
+    "Toolbox",
     "agent",
     "capture",
     "companies",
@@ -114,6 +118,7 @@ __all__ = [
     "skill_files",
     "skill_text",
     "tasks",
+    "toolbox",
     "tools",
     "transcript_text",
     "with_transcript",

@@ -17,6 +17,7 @@ from labkit import LabModel, count_tokens, diagnose, evals, scenario
 from labkit.isolate import IsolateMiddleware, SubagentSpec
 from labkit.offload import OffloadMiddleware
 from labkit.tables import Table
+from labkit.tokens import TokenCounter
 
 NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
 
@@ -290,3 +291,74 @@ def test_the_naive_cut_orphans_where_a_safe_cut_would_not(cases):
     assert broken.run.messages[len(broken.run.messages) - 5].type == "tool", (
         "the kept part starts with a result")
     assert fixed.run.score.goal_completed and fixed.run.score.steps_repeated == 0
+
+
+# -- the clinic agrees with the course (issue 21) ---------------------------------------------------
+
+
+@pytest.mark.parametrize("window", [128_000, 60_000, 32_000])
+def test_the_courses_recommended_setting_is_clean_at_every_window(window):
+    """Notebook 15's recommended setting (offloading at 8,000 tokens, then summarization): the
+    clinic must not flag what the course recommends — the tool-schema tax of a run offloading
+    already keeps small is below the absolute floor worth acting on."""
+    run, model = evals.trial(evals.Setting("recommended", window=window))
+    assert run.score.goal_completed and run.score.needle_correct
+    assert diagnose.diagnose(run, model) == []
+    tax = sum(r.by_kind["tools"] for r in run.records if not r.error)
+    assert tax < diagnose.TAX_MIN_TOKENS <= diagnose.COST_MIN_TOKENS / 10
+
+
+def _literal_kwargs(code: str) -> dict:
+    """The keyword arguments of a knob's code that are Python literals."""
+    import ast
+
+    try:
+        call = ast.parse(code, mode="eval").body
+    except SyntaxError:  # not a call: e.g. system_prompt=model.PROGRESS_PROMPT
+        return {}
+    out = {}
+    for kw in getattr(call, "keywords", []):
+        try:
+            out[kw.arg] = ast.literal_eval(kw.value)
+        except ValueError:
+            pass
+    return out
+
+
+def test_every_knob_that_sets_a_value_sets_a_value_other_than_the_default():
+    """A knob that writes the installed default changes nothing: the table must name a change."""
+    for r in diagnose.ROWS:
+        for knob in (r.labkit, r.deepagents):
+            value = _literal_kwargs(knob.code).get(knob.param, inspect.Parameter.empty)
+            if knob.param is None or value is inspect.Parameter.empty:
+                continue
+            try:
+                default = inspect.signature(knob.resolve()).parameters[knob.param].default
+            except (TypeError, ValueError, KeyError):
+                continue
+            assert value != default, f"{r.key}: {knob.code} sets the default of {knob.target}"
+
+
+@pytest.mark.parametrize("window", [128_000, 60_000, 32_000])
+def test_the_deepagents_eviction_knob_cures_the_overflow_rows_at_every_window(window):
+    """hard_overflow, overflow_rescued and cost_blowup name FilesystemMiddleware's eviction limit:
+    at that value deepagents' own stack runs the scenario with no finding — where its default
+    (20,000 tokens, i.e. 80,000 characters) leaves the CSV exports, ~2 characters a token, in."""
+    knob = diagnose.row("hard_overflow").deepagents
+    assert all(diagnose.row(k).deepagents == knob for k in ("overflow_rescued", "cost_blowup"))
+    limit = _literal_kwargs(knob.code)["tool_token_limit_before_evict"]
+    model = LabModel(window=window)
+    middleware = knob.resolve()(tool_token_limit_before_evict=limit)
+    run = scenario.run(model, middleware=[middleware], harness="deep",
+                       turns=evals.reminded(scenario.TURNS, model, 2))
+    assert run.score.goal_completed and diagnose.diagnose(run, model) == []
+    sick = LabModel(window=window)
+    default = scenario.run(sick, harness="deep", turns=evals.reminded(scenario.TURNS, sick, 2))
+    assert diagnose.diagnose(default, sick), "deepagents' default is sick at this window"
+
+
+def test_the_toolbox_is_thirty_schemas_the_lab_model_never_calls():
+    tools = scenario.toolbox()
+    assert len(tools) == 30 and len({t.name for t in tools}) == 30
+    assert 5_000 < sum(TokenCounter().tool(t) for t in tools) < 8_000, "a connector's worth per call"
+    assert tools[0].invoke({"query": "x"}).startswith("Error:"), "called, it says it is not a system"

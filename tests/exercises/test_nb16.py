@@ -50,29 +50,31 @@ def test_q1_refuses_what_does_not_cure(wrong, reason):
 
 def test_the_capstone_starts_sick():
     model, run = nb16.capstone(nb16.START)
-    assert not all(nb16.eval_grid(run).values())
+    assert not all(nb16.eval_grid(run, model).values())
     assert [f.key for f in diagnose.diagnose(run, model)] == ["hard_overflow"]
 
 
 @pytest.mark.parametrize("config", [
-    {"offload": 40_000},
-    {"offload": 40_000, "anchor": "todo"},
-    {"offload": 40_000, "subagents": True},
-], ids=["offload the big exports", "with a todo list", "with subagents"])
+    {"offload": 8_000},
+    {"offload": 8_000, "trigger": ("fraction", 0.85), "keep": ("fraction", 0.1)},
+    {"offload": 20_000, "trigger": ("tokens", 60_000), "keep": ("messages", 10)},
+], ids=["offload every export", "with summarization", "another limit and trigger"])
 def test_q2_accepts_configs_that_pass_the_grid_and_diagnose_clean(config):
     assert nb16.q2.check(config) == "Correct!"
 
 
 @pytest.mark.parametrize("wrong, reason", [
     (nb16.START, r"eval\(s\) failing: no call refused.*diagnose\(\) finds hard_overflow"),
-    ({"offload": 20_000}, r"every eval passes; diagnose\(\) finds tool_tax"),
+    ({"offload": 40_000}, r"eval\(s\) failing: within 100,000 tokens \(it sent 621,416 tokens\)"),
+    ({"offload": 8_000, "anchor": "todo"}, r"within 100,000 tokens \(it sent 265,997"),
+    ({"offload": 8_000, "subagents": True}, r"within 100,000 tokens \(it sent 650,756"),
     ({"trigger": ("fraction", 0.6), "keep": ("messages", 6)}, "finds hard_overflow"),
     ({"trigger": ("fraction", 0.6)}, "set trigger and keep together"),
-    ({"offload": 40_000, "anchor": "sticky note"}, "anchor must be one of"),
-    ({"offlaod": 40_000}, "unknown knob"),
+    ({"offload": 8_000, "anchor": "sticky note"}, "anchor must be one of"),
+    ({"offlaod": 8_000}, "unknown knob"),
     ("offload", "a dict of knobs"),
-], ids=["all off", "offload everything", "summarize only", "trigger alone", "bad anchor", "typo",
-        "not a dict"])
+], ids=["all off", "the big exports let through", "a todo list's cost", "five children's cost",
+        "summarize only", "trigger alone", "bad anchor", "typo", "not a dict"])
 def test_q2_says_which_eval_fails_and_what_diagnose_found(wrong, reason):
     with pytest.raises(AssertionError, match=f"Not yet: .*{reason}"):
         nb16.q2.require(wrong)
@@ -80,3 +82,14 @@ def test_q2_says_which_eval_fails_and_what_diagnose_found(wrong, reason):
 
 def test_q2_solution_passes():
     assert nb16.q2.check(nb16.q2.solve()) == "Correct!"
+
+
+def test_the_capstones_official_answer_sends_no_more_than_the_recommended_setting():
+    """Issue 21: the capstone's answer is a cheap one — no more input tokens than the course's
+    recommended setting (offloading at 8,000, then summarization) on the same variant."""
+    from labkit import evals
+
+    model, run = nb16.capstone(nb16.q2.solve())
+    recommended, _ = nb16.capstone({"offload": evals.RECOMMENDED_TOOL_LIMIT, "trigger": ("fraction", 0.85),
+                                    "keep": ("fraction", 0.1)})
+    assert run.score.goal_completed and nb16.sent(model) <= nb16.sent(recommended) <= nb16.BUDGET
