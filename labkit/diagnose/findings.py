@@ -164,7 +164,7 @@ def _repeated_work(run, score, model, limits) -> Finding | None:
 
 
 _LOOP = {False: ("", ""), True: (" It went on until the token budget stopped it: a loop.",
-                                 "它一直重复，直到 token 预算叫停：这是一个死循环。")}
+                                 "它一直重复，直到词元预算叫停：这是一个死循环。")}
 
 
 def _needle_lost(run, score, model, limits) -> Finding | None:

@@ -110,9 +110,9 @@ ROWS: tuple[Row, ...] = (
         Text("Tokens climb call after call and the run dies late, with no single huge result.",
              "Many medium-size results pile up in one context.",
              "Isolate the noisy work in subagents; the parent keeps only their short replies."),
-        Text("token 一轮轮往上涨，跑到后面才爆，却找不到哪一个结果特别大。",
+        Text("词元一轮轮往上涨，跑到后面才爆，却找不到哪一个结果特别大。",
              "许多中等大小的结果在同一个上下文里越积越多。",
-             "隔离：把这类脏活交给子 agent，主 agent 只收它们的简短回复。"),
+             "隔离：把这类产生大量中间结果的工作交给子智能体，主智能体只收它们的简短回复。"),
         Knob("IsolateMiddleware(model, subagents=[...])", "labkit.isolate.IsolateMiddleware", "subagents"),
         Knob("create_deep_agent(subagents=[...])", "deepagents.create_deep_agent", "subagents"),
         detected=False),
@@ -125,10 +125,10 @@ ROWS: tuple[Row, ...] = (
              "Compact before the wall: offload big results first, so that no single result can "
              "leap past the trigger and the estimate's error stays small beside the window."),
         Text("某次调用被拒，随后自动压缩、继续往下跑。",
-             "压缩是超长回退触发的，不是 trigger：trigger 高过了窗口还能装下的量；或者 deepagents "
+             "压缩是溢出回退触发的，不是触发阈值：触发阈值高过了窗口还能装下的量；或者 deepagents "
              "用字符数/4 估算，低估了请求（CSV 和中文只有实际的一半左右：见笔记本 02、09、10），"
-             "它的 trigger 和预算都以为还装得下；或者某个结果一下子越过了它。",
-             "在撞墙之前压缩：先卸载大结果，让任何单个结果都跳不过 trigger，估算误差相对窗口也就小了。"),
+             "它的触发阈值和预算都以为还装得下；或者某个结果一下子越过了它。",
+             "在撞墙之前压缩：先卸载大结果，让任何单个结果都跳不过触发阈值，估算误差相对窗口也就小了。"),
         Knob("OffloadMiddleware(tool_limit=8_000)", "labkit.offload.OffloadMiddleware", "tool_limit"),
         Knob("FilesystemMiddleware(tool_token_limit_before_evict=5_000)", _FS,
              "tool_token_limit_before_evict")),
@@ -139,8 +139,10 @@ ROWS: tuple[Row, ...] = (
              "Give the model a profile with max_input_tokens, or set trigger and keep yourself, "
              "in tokens or messages."),
         Text("压缩从来不会自己触发，先撞上的是硬报错。",
-             "模型没有 profile，deepagents 就用回退值——170,000 token 触发、保留 6 条消息——与真实窗口无关。",
-             "给模型配上带 max_input_tokens 的 profile，或者自己用 token 或消息数设置 trigger 和 keep。"),
+             "模型没有模型配置（profile），deepagents 就用回退值——170,000 词元触发、保留 6 条消息——"
+             "与真实窗口无关。",
+             "给模型配上带 max_input_tokens 的模型配置（profile），或者自己用词元或消息数设置触发阈值"
+             "和 keep。"),
         Knob("SummarizeMiddleware(model, window=100_000)", _SUMMARIZE, "window"),
         Knob('SummarizationMiddleware(model, backend=..., trigger=("tokens", 50_000), '
              'keep=("messages", 6))', _DEEP_SUMMARY, "trigger")),
@@ -153,10 +155,10 @@ ROWS: tuple[Row, ...] = (
              "(notebook 10, \"Why deepagents' summary came out empty\").",
              "Anchor the goal: a todo list (TodoListMiddleware, opt-in since deepagents 0.7) or a "
              "progress file; or build deepagents' summarization with its factory, which does not trim."),
-        Text("压缩之后 agent 问你要做什么，或者做着做着跑偏了。",
+        Text("压缩之后智能体问你要做什么，或者做着做着跑偏了。",
              "摘要没保住用户的原始请求：直接构造的 deepagents SummarizationMiddleware 用 langchain 的 "
-             "trim_messages(strategy=\"last\", start_on=\"human\") 把要压缩的内容截到 4,000 token，"
-             "而保留的部分必须从一条用户（human）消息开始——最后一条用户消息若在 4,000 token 之外，"
+             "trim_messages(strategy=\"last\", start_on=\"human\") 把要压缩的内容截到 4,000 词元，"
+             "而保留的部分必须从一条用户（human）消息开始——最后一条用户消息若在 4,000 词元之外，"
              "就什么也总结不了"
              "（见 notebook 10“Why deepagents' summary came out empty”）。",
              "给目标下锚：todo 清单（TodoListMiddleware，deepagents 0.7 起需手动挂）或进度文件；"
@@ -168,7 +170,7 @@ ROWS: tuple[Row, ...] = (
              "Compaction folded away the evidence that those steps were done.",
              "Keep progress in a file (/progress.md) that the agent rewrites after each step and "
              "reads when it loses track."),
-        Text("agent 把已经做过的步骤又做了一遍。",
+        Text("智能体把已经做过的步骤又做了一遍。",
              "压缩把“这一步已完成”的证据也摘掉了。",
              "把进度写进文件（/progress.md）：每完成一步就更新，迷路时先读它。"),
         Knob("system_prompt=model.PROGRESS_PROMPT", "labkit.model.PROGRESS_PROMPT"),
@@ -180,8 +182,8 @@ ROWS: tuple[Row, ...] = (
              "Keep amounts, ids and dates in files: archive what is folded and name the path in "
              "the summary (and keep read_file and grep), or ask the summary to keep exact figures."),
         Text("问到早先的某个精确数字，回答错了或答不出。",
-             "摘要丢了这个数字，也没有路可以找回：没有留档，或者没有打开留档的工具。",
-             "金额、ID、日期放进文件：把被压缩的内容留档，并在摘要里写明路径（别砍掉 read_file 和 grep），"
+             "摘要丢了这个数字，也没有路可以找回：没有归档，或者没有打开归档的工具。",
+             "金额、ID、日期放进文件：把被压缩的内容归档，并在摘要里写明路径（别砍掉 read_file 和 grep），"
              "或者要求摘要保留精确数字。"),
         Knob("SummarizeMiddleware(model, keep_figures=True)", _SUMMARIZE, "keep_figures"),
         Knob("SummarizationMiddleware(model, backend=StateBackend())", _DEEP_SUMMARY, "backend")),
@@ -205,7 +207,7 @@ ROWS: tuple[Row, ...] = (
              "does not save money by itself: each compaction is a model call over the history."),
         Text("一次运行的花费是预期的好几倍。",
              "每次调用都把全部历史重发一遍，每次摘要又是一次长上下文调用。",
-             "卸载大结果、隔离脏活、少发工具 schema。"
+             "卸载大结果、隔离产生大量中间结果的工作、少发工具定义。"
              "压缩本身不省钱：每次压缩都是一次读完整段历史的模型调用。"),
         Knob("OffloadMiddleware(tool_limit=8_000)", "labkit.offload.OffloadMiddleware", "tool_limit"),
         Knob("FilesystemMiddleware(tool_token_limit_before_evict=5_000)", _FS,
@@ -217,10 +219,10 @@ ROWS: tuple[Row, ...] = (
              "Send only the tools the task needs: leave the rest out of tools=[...], exclude them "
              "by name (HarnessProfile(excluded_tools=...)), or give them to a subagent that needs "
              "them, so the parent carries only task()."),
-        Text("每次调用里工具 schema 都占一大块，整次运行下来花费可观。",
-             "任务从来不用的工具（整套工具箱都交给了 agent），每次调用照样发一遍。",
+        Text("每次调用里工具定义都占一大块，整次运行下来花费可观。",
+             "任务从来不用的工具（整套工具箱都交给了智能体），每次调用照样发一遍。",
              "只发任务真正需要的工具：不用的别放进 tools=[...]，或按名字排除"
-             "（HarnessProfile(excluded_tools=...)），或交给需要它们的子智能体，主 agent 只带 task()。"),
+             "（HarnessProfile(excluded_tools=...)），或交给需要它们的子智能体，主智能体只带 task()。"),
         Knob("SubagentSpec(..., tools=scenario.toolbox())", "labkit.isolate.SubagentSpec", "tools"),
         Knob("HarnessProfile(excluded_tools=frozenset(unused))", "deepagents.HarnessProfile",
              "excluded_tools")),
@@ -242,9 +244,9 @@ ROWS: tuple[Row, ...] = (
              "its tools returned.",
              "In the subagent's system prompt, ask for a short report, with raw data in a file and "
              "only its path in the reply; cap its output as a last resort."),
-        Text("一次 task() 调用之后，主 agent 的上下文猛涨。",
-             "子 agent 的 system_prompt 没有限定回复的内容，它就把工具返回的原始数据整个交了回来。",
-             "在子 agent 的 system_prompt 里写明：只回简短报告，原始数据写进文件，回复里只给路径；"
+        Text("一次 task() 调用之后，主智能体的上下文猛涨。",
+             "子智能体的 system_prompt 没有限定回复的内容，它就把工具返回的原始数据整个交了回来。",
+             "在子智能体的 system_prompt 里写明：只回简短报告，原始数据写进文件，回复里只给路径；"
              "实在不行再加输出上限。"),
         Knob("SubagentSpec(..., output_cap=400)", "labkit.isolate.SubagentSpec", "output_cap"),
         Knob('create_deep_agent(subagents=[{..., "system_prompt": ...}])', "deepagents.SubAgent",
@@ -301,23 +303,23 @@ EVIDENCE: dict[str, tuple[str, str]] = {
         "Call {call} asked for {tokens:,} tokens and was refused (ContextOverflowError); the run "
         "stopped after {turns} finished turn(s). The largest tool result in the history is "
         "{largest:,} tokens ({tool}).",
-        "第 {call} 次调用需要 {tokens:,} token，被拒绝（ContextOverflowError）；运行在完成 {turns} "
-        "轮后终止。历史中最大的工具结果有 {largest:,} token（{tool}）。"),
+        "第 {call} 次调用需要 {tokens:,} 词元，被拒绝（ContextOverflowError）；运行在完成 {turns} "
+        "轮后终止。历史中最大的工具结果有 {largest:,} 词元（{tool}）。"),
     "overflow_rescued": (
         "{refused} call(s) refused — the first, call {call}, at {tokens:,} tokens — and the run "
         "went on: call {retry} was retried with {retry_tokens:,} tokens, {summary:,} of them a "
         "summary.",
-        "{refused} 次调用被拒——第一次是第 {call} 次，{tokens:,} token——之后运行继续：第 {retry} "
-        "次调用以 {retry_tokens:,} token 重试，其中 {summary:,} token 是摘要。"),
+        "{refused} 次调用被拒——第一次是第 {call} 次，{tokens:,} 词元——之后运行继续：第 {retry} "
+        "次调用以 {retry_tokens:,} 词元重试，其中 {summary:,} 词元是摘要。"),
     "no_profile": (
         "model.profile is None, so deepagents falls back to trigger {trigger} and keep {keep}; "
         "call {call} was refused at {tokens:,} tokens, below that trigger, before any compaction.",
-        "model.profile 为 None，deepagents 回退到 trigger {trigger}、keep {keep}；第 {call} 次调用"
-        "在 {tokens:,} token 时被拒，低于这个 trigger，此前一次压缩也没有。"),
+        "model.profile 为 None，deepagents 回退到触发阈值 {trigger}、keep {keep}；第 {call} 次调用"
+        "在 {tokens:,} 词元时被拒，低于这个触发阈值，此前一次压缩也没有。"),
     "goal_lost": (
         "{count} of the agent's {answers} final replies say it can no longer see the request; "
         "{summarized} of its {calls} model calls saw a summary in place of older messages.",
-        "agent 的 {answers} 次最终回复中有 {count} 次说看不到用户的请求了；{calls} 次模型调用中有 "
+        "智能体的 {answers} 次最终回复中有 {count} 次说看不到用户的请求了；{calls} 次模型调用中有 "
         "{summarized} 次看到的是摘要而不是旧消息。"),
     "repeated_work": (
         "{count} tool call(s) redid work already done, on: {steps}.{loop}",
@@ -329,12 +331,12 @@ EVIDENCE: dict[str, tuple[str, str]] = {
     "cost_blowup": (
         "{calls} model calls sent {sent:,} input tokens (${dollars:.2f} at the illustrative "
         "price); the average call carried {growth:.0f}× the {first:,} tokens of the first.",
-        "{calls} 次模型调用共发送 {sent:,} 个输入 token（按示意价格 ${dollars:.2f}）；平均每次调用"
-        "是第一次调用 {first:,} token 的 {growth:.0f} 倍。"),
+        "{calls} 次模型调用共发送 {sent:,} 个输入词元（按示意价格 ${dollars:.2f}）；平均每次调用"
+        "是第一次调用 {first:,} 词元的 {growth:.0f} 倍。"),
     "tool_tax": (
         "Tool schemas were {share:.0%} of all tokens sent: {per_call:,} tokens on each of "
         "{calls} calls, {tax:,} in all.",
-        "工具 schema 占全部发送 token 的 {share:.0%}：{calls} 次调用每次 {per_call:,} token，"
+        "工具定义占全部发送词元的 {share:.0%}：{calls} 次调用每次 {per_call:,} 词元，"
         "共 {tax:,}。"),
     "orphan": (
         "Call {call} was refused as an invalid history ({reason}): a cut separated a tool call "
@@ -343,6 +345,6 @@ EVIDENCE: dict[str, tuple[str, str]] = {
     "raw_dump": (
         "{count} of {replies} task replies were over {limit:,} tokens (the largest {largest:,}): "
         "the subagents returned raw data, not reports.",
-        "{replies} 个 task 回复中有 {count} 个超过 {limit:,} token（最大 {largest:,}）："
-        "子 agent 交回的是原始数据，不是报告。"),
+        "{replies} 个 task 回复中有 {count} 个超过 {limit:,} 词元（最大 {largest:,}）："
+        "子智能体交回的是原始数据，不是报告。"),
 }

@@ -362,3 +362,32 @@ def test_the_toolbox_is_thirty_schemas_the_lab_model_never_calls():
     assert len(tools) == 30 and len({t.name for t in tools}) == 30
     assert 5_000 < sum(TokenCounter().tool(t) for t in tools) < 8_000, "a connector's worth per call"
     assert tools[0].invoke({"query": "x"}).startswith("Error:"), "called, it says it is not a system"
+
+
+def _chinese_texts() -> list[tuple[str, str]]:
+    """(where, text) for every Chinese sentence the clinic shows: rows, evidence, when-not."""
+    from labkit.diagnose.limits import WHEN_NOT
+    from labkit.diagnose.rows import EVIDENCE
+
+    out = [(f"{r.key}.{f}", getattr(r.zh, f)) for r in diagnose.ROWS
+           for f in ("symptom", "cause", "remedy")]
+    out += [(f"evidence.{k}", zh) for k, (_, zh) in EVIDENCE.items()]
+    out += [(f"when_not.{k}.{f}", getattr(zh, f)) for k, _, zh in WHEN_NOT
+            for f in ("situation", "why", "instead")]
+    return out
+
+
+def test_the_chinese_table_speaks_the_glossarys_terms():
+    """GLOSSARY.md is the one source of the course's Chinese terms: the clinic uses them, not the
+    drifted variants a reviewer found, and leaves no glossary term in English outside code."""
+    glossary = (Path(__file__).resolve().parents[2] / "GLOSSARY.md").read_text(encoding="utf-8")
+    drifted = {"留档": "归档", "超长回退": "溢出回退", "子 agent": "子智能体", "脏活": "—",
+               "工具 schema": "工具定义"}
+    for wanted in {w for w in drifted.values() if w != "—"}:
+        assert wanted in glossary, wanted
+    terms = "agent|token|trigger|system prompt|subagent|archive"
+    english = re.compile(rf"(?<![A-Za-z_{{(.=\"'])({terms})(?![A-Za-z_:}}=])")
+    for where, text in _chinese_texts():
+        for old, new in drifted.items():
+            assert old not in text, f"{where}: {old!r} — the glossary says {new!r}"
+        assert not english.search(text), f"{where}: a glossary term left in English: {text}"
