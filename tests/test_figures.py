@@ -291,3 +291,32 @@ def test_nb12_fan_out_names_the_installed_tool_its_arguments_and_the_notes_paths
     assert all(t.name in text for t in scenario.tools()), "the child's two data tools"
     assert all(scenario.notes_path(c["ticker"]) in text for c in scenario.companies()), "the notes paths"
     assert "ToolNode" in text and "executor" in inspect.getsource(ToolNode._func), "parallel on a thread pool"
+
+
+def test_nb10_summary_chain_is_the_installed_message_and_chain():
+    """The message's lines are summary_parts' own words, its sections labkit's prompt's; and the
+    chain is what a run does: the second summary is written from the first (the summarizer reads
+    it), while the archive gets only raw messages, never a summary."""
+    from labkit import prompts
+    from labkit.summarize import SummarizeMiddleware, events_of
+    from labkit.summarize.policy import Event, summary_parts
+
+    labels = _label_list("10-summary-chain.svg")
+    text = "\n".join(labels)
+    for section in prompts.SUMMARY_SECTIONS:
+        assert section in labels, section
+    head, _ = summary_parts(Event(cut=17, summary="s", archive="/a.md", created_at=20, number=2))
+    first, second = "This conversation was compacted (compaction 2):", "its first 17 messages were replaced"
+    assert head.startswith(f"{first} {second}") and first in text and second in text
+    assert "The folded messages are archived, word for word," in text
+    assert "archived, word for word, in /a.md" in head
+
+    model = LabModel(window=60_000)
+    run = scenario.run(model, middleware=[SummarizeMiddleware(model)])
+    events = events_of(run.state)
+    assert len(events) >= 2, "a chain"
+    read = [c for c in model.calls
+            if c.kind == "summary" and events[0].summary in str(c.messages[-1].content)]
+    assert read, "a later summary call read the first summary"
+    archive = run.files[events[-1].archive]
+    assert all(e.summary not in archive for e in events), "no summary is archived"
