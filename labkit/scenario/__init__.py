@@ -5,12 +5,10 @@ Notebook 01 introduces it; every later notebook reuses it. Every Monday the agen
 digest — writes ``/reports/weekly.md``, adds a risks note on feedback, and finally answers a
 question that needs one exact figure buried in the first export: the *needle*.
 
-Five parts, each one read: ``texts`` (what the user says), ``data`` (the data set and its two
-tools; ``toolbox``, thirty tools the task never needs), ``steps`` (the tasks the lab model
-follows), ``harness`` (``agent()``, ``run()``, and
-``capture()`` for your own agent) and ``results`` (``Run``, ``score()``). Every name is
-importable from here: ``scenario.run(model)``.
-What it leaves out: deciding what to do next — that is the model's.
+Its parts: ``texts`` (what the user says), ``data`` (the data set and its two tools), ``toolbox``
+(thirty tools the task never needs), ``steps`` (the tasks the lab model follows), ``harness``
+(``agent()``, ``run()``, ``capture()`` for your own agent) and ``results`` (``Run``, ``score()``),
+every name importable from here. What it leaves out: deciding what to do next — the model's.
 """
 
 from labkit.scenario.data import (
