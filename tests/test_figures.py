@@ -320,3 +320,33 @@ def test_nb10_summary_chain_is_the_installed_message_and_chain():
     assert read, "a later summary call read the first summary"
     archive = run.files[events[-1].archive]
     assert all(e.summary not in archive for e in events), "no summary is archived"
+
+
+def test_nb02_window_budget_numbers_are_the_installed_ones():
+    """The trigger and the budget in the picture are what deepagents computes for the lab model."""
+    from deepagents.middleware.summarization import compute_summarization_defaults
+
+    labels = _labels("02-window-budget.svg")
+    model = LabModel(window=128_000)
+    kind, fraction = compute_summarization_defaults(model)["trigger"]
+    assert (kind, fraction) == ("fraction", 0.85) and f"= {int(128_000 * fraction):,}" in labels
+    output = max(v for k in ("max_tokens", "max_completion_tokens", "max_output_tokens")
+                 if isinstance(v := getattr(model, k, None), int))
+    assert f"int(0.95 × 128,000) − {output:,} = {int(128_000 * 0.95) - output:,}" in labels
+    source = inspect.getsource(deepagents.middleware.summarization.SummarizationMiddleware._input_budget)
+    assert "int(limit * 0.95) - output" in source
+    assert "3.3 for Anthropic" in labels and "≤ 1.25 ×" in labels
+
+
+def test_nb07_trigger_and_keep_are_the_installed_defaults():
+    from deepagents.middleware.summarization import compute_summarization_defaults
+
+    from labkit.summarize.policy import defaults
+
+    labels = _labels("07-trigger-and-keep.svg")
+    model = LabModel(window=128_000)
+    deep = compute_summarization_defaults(model)
+    assert deep["trigger"] == defaults(model)[0] == ("fraction", 0.85), "labkit and deepagents agree"
+    assert deep["keep"] == defaults(model)[1] == ("fraction", 0.1)
+    assert 'trigger: ("fraction", 0.85)' in labels and 'keep: ("fraction", 0.10)' in labels
+    assert f"{int(128_000 * 0.85):,}" in labels and f"{int(128_000 * 0.10):,}" in labels
