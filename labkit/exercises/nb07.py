@@ -3,10 +3,11 @@
 q1 is a design task on the no-profile trap: on a 128,000-token model with no profile, labkit's
 ``SummarizeMiddleware`` falls back to a ``("tokens", 170_000)`` trigger, above the window, and a
 request is refused before the trigger ever fires. The learner writes the knobs (a dict of
-``trigger``, ``keep``, ``window``) so that the trigger fires below the window — then no request
-the middleware lets through can be refused, and the overflow fallback has nothing to rescue. The
-checker builds the middleware from the answer, refuses a trigger above the window (even if this
-one run happens to slip through), and runs the scenario: no refused call, no "overflow" event.
+``trigger``, ``keep``, ``window``). The window is not the bar: the checker holds the trigger to
+deepagents' input budget, ``int(window * 0.95) - max_output_tokens`` (117,504 tokens here), the
+most deepagents lets a request carry, keeping a 5% margin and room for the answer. It refuses a
+trigger at or above that budget (even if this one run happens to slip through), then runs the
+scenario: no refused call, no "overflow" event.
 """
 
 from __future__ import annotations
@@ -18,11 +19,15 @@ from labkit._sizes import size_threshold
 from labkit.exercises.core import Exercise
 from labkit.summarize import SummarizeMiddleware, events_of
 
-__all__ = ["WINDOW", "outcome", "q1"]
+__all__ = ["BUDGET", "WINDOW", "outcome", "q1"]
 
 WINDOW = 128_000
 FALLBACK = 170_000
 KNOBS = ("trigger", "keep", "window")
+HEADROOM = 0.95  # deepagents' SummarizationMiddleware._input_budget keeps 5% of the window free
+ANSWER = LabModel.model_fields["max_output_tokens"].default  # the tokens the model may answer with
+BUDGET = int(WINDOW * HEADROOM) - ANSWER
+"""deepagents' input budget for a 128,000-token window and the lab model's 4,096 output tokens."""
 
 
 def _bare() -> LabModel:
@@ -67,9 +72,12 @@ def _check_q1(answer) -> str | None:
                 "compacted). Give the trigger in tokens, or as a fraction with window=")
     fires_at = size_threshold(middleware.trigger, middleware.window)
     what = "the fallback trigger" if "trigger" not in answer else "your trigger"
+    told = (f" (you told the middleware window={middleware.window:,}, but the model's window is "
+            f"{WINDOW:,})" if "window" in answer and middleware.window != WINDOW else "")
+    rule = (f"Set the trigger below {BUDGET:,} tokens, deepagents' input budget: int({WINDOW:,} * "
+            f"{HEADROOM}) = {int(WINDOW * HEADROOM):,}, the window less a 5% margin, minus the "
+            f"{ANSWER:,} tokens the model may write in its answer")
     if fires_at > WINDOW:
-        told = (f" (you told the middleware window={middleware.window:,}, but the model's window is "
-                f"{WINDOW:,})" if "window" in answer and middleware.window != WINDOW else "")
         said = outcome(tuple(sorted(answer.items())))
         if said["refused"]:
             call, tokens = said["refused"][0]
@@ -81,7 +89,12 @@ def _check_q1(answer) -> str | None:
                     f"window and {fires_at:,}; with slightly different exports one would, and it "
                     "would be sent uncompacted and refused")
         return (f"{what} fires at {fires_at:,} tokens, above the model's {WINDOW:,}-token window{told}: "
-                f"{seen}. Set the trigger at or below the window")
+                f"{seen}. {rule}")
+    if fires_at >= BUDGET:
+        return (f"{what} fires at {fires_at:,} tokens{told}: under the {WINDOW:,}-token window, but at "
+                f"or above the input budget. The window is not the bar: a request just under "
+                f"{fires_at:,} tokens would leave no room for the answer and no margin for a count "
+                f"that is off, and deepagents compacts any request over its budget. {rule}")
     said = outcome(tuple(sorted(answer.items())))
     if said["refused"]:
         call, tokens = said["refused"][0]
@@ -98,21 +111,27 @@ q1 = Exercise(
     prompt=f"A model with no profile and a {WINDOW:,}-token window: SummarizeMiddleware's fallback "
            f"trigger ('tokens', {FALLBACK:_}) lets a request be refused. Design the knobs — a dict "
            "such as {'trigger': ('tokens', n)}, with keep= and window= if you like — so that no "
-           "request is ever refused and the overflow fallback is never needed.",
+           "request is ever refused and the overflow fallback is never needed, with room left for the "
+           "answer and a margin.",
     checker=_check_q1,
     hints=[
         "The model refuses a request only when it is over its window. The trigger is tested on the "
         "request about to be sent, before it goes out. So which requests does the middleware let "
         "through uncompacted — and can any of them be over the window?",
-        "Every request that is sent uncompacted is under the trigger. Put the trigger at or below "
-        "the window, and no such request can be over it — whatever the run does. A ('tokens', n) "
-        "trigger needs no profile; a fraction needs window= first.",
-        "For instance {'trigger': ('tokens', 100_000)}, or tell the middleware the window and "
-        "use the defaults' fractions: {'window': 128_000, 'trigger': ('fraction', 0.85), "
-        "'keep': ('fraction', 0.10)}.",
+        "Every request that is sent uncompacted is under the trigger. Put the trigger below the "
+        "window and none of them can be over it — but leave room for the answer and a margin, as "
+        "deepagents does: it keeps every request under int(window * 0.95) - max output tokens "
+        "(bare.max_output_tokens). A ('tokens', n) trigger needs no profile; a fraction needs "
+        "window= first.",
+        f"The budget is int({WINDOW:_} * {HEADROOM}) - {ANSWER:_} = {BUDGET:_} tokens. For instance "
+        "{'trigger': ('tokens', 100_000)}, or tell the middleware the window and use the defaults' "
+        "fractions: {'window': 128_000, 'trigger': ('fraction', 0.85), 'keep': ('fraction', 0.10)} "
+        f"fires at {int(WINDOW * 0.85):_}.",
     ],
     solution_text=(
-        "# the trigger below the 128,000-token window: any request it lets through fits\n"
+        f"# the trigger below deepagents' input budget, {BUDGET:_} tokens (the {WINDOW:,} window\n"
+        f"# less a 5% margin and the {ANSWER:,} answer tokens): any request it lets through fits,\n"
+        "# with room left for the answer\n"
         "answer = {'trigger': ('tokens', 100_000), 'keep': ('messages', 6)}\n"
         "# or: answer = {'window': 128_000, 'trigger': ('fraction', 0.85), 'keep': ('fraction', 0.10)}"
     ),
