@@ -144,6 +144,7 @@ FEATURES: tuple[Feature, ...] = (
             _deep_has("_lc_helper")),
     _attribute("deepagents", "07", _SUMMARIZATION, "SummarizationMiddleware._count_tokens"),
     _attribute("deepagents", "02 07", _SUMMARIZATION, "SummarizationMiddleware._input_budget"),
+    _attribute("deepagents", "07", _SUMMARIZATION, "SummarizationMiddleware._over_budget"),
     _attribute("deepagents", "08", _SUMMARIZATION, "SummarizationMiddleware._determine_cutoff_index"),
     _attribute("deepagents", "05", _SUMMARIZATION, "SummarizationMiddleware._truncate_tool_call"),
     _probed("deepagents", "_max_arg_length", "SummarizationMiddleware keeps _max_arg_length", "05",
