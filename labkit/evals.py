@@ -189,7 +189,9 @@ class Setting:
     name). ``middleware="deepagents"``: ``create_deep_agent``'s own stack, untouched unless a knob
     is set; then its ``SummarizationMiddleware`` is built as its factory builds it, with the knobs.
     ``offload=False`` switches deepagents' tool-result eviction off, on either harness;
-    ``tool_limit`` is labkit's eviction limit (``RECOMMENDED_TOOL_LIMIT``, 8,000 tokens).
+    ``tool_limit`` is labkit's eviction limit (``RECOMMENDED_TOOL_LIMIT``, 8,000 tokens); ``evict``
+    deepagents' own (``FilesystemMiddleware(tool_token_limit_before_evict=evict)``, None: its
+    default, 20,000 — four characters a token), to tune deepagents as labkit is tuned.
 
     ``trigger``/``keep``: ``None`` for the middleware's defaults (85% / 10% of the window with a
     profile). ``archive=False``: no archive — labkit's summarizer is built with ``archive=False``
@@ -214,6 +216,7 @@ class Setting:
     trim: int | None = None
     reminders: int = 2
     when_lost: str = "ask"
+    evict: int | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name:
@@ -235,6 +238,9 @@ class Setting:
             raise ValueError(f"{self.name}: when_lost must be 'ask' or 'finish', not {self.when_lost!r}")
         if not self.summarize and (self.trigger, self.keep) != (None, None):
             raise ValueError(f"{self.name}: trigger and keep need summarize=True")
+        if self.evict is not None and (self.middleware != "deepagents" or not self.offload):
+            raise ValueError(f"{self.name}: evict is deepagents' eviction limit: it needs "
+                             "middleware='deepagents' and offload=True (labkit's is tool_limit)")
 
 
 class _NoArchive(StateBackend):
@@ -253,6 +259,8 @@ def _middleware(setting: Setting, model) -> list:
     stack = []
     if not setting.offload and setting.harness == "deep":
         stack.append(FilesystemMiddleware(tool_token_limit_before_evict=None))  # replaces it by name
+    if setting.evict is not None:
+        stack.append(FilesystemMiddleware(tool_token_limit_before_evict=setting.evict))
     if setting.middleware == "labkit":
         if setting.offload:
             stack.append(OffloadMiddleware(tool_limit=setting.tool_limit))

@@ -331,3 +331,19 @@ def test_a_row_of_any_model_counts_compactions_and_leaves_summary_tokens_unknown
     assert row["summary calls"] == row["compactions"] == len(evals.compactions(run)) > 0
     assert row["summary tokens"] is None
     assert row["tokens sent"] == sum(r.seen for r in run.records if r.error is None)
+
+
+def test_evict_tunes_deepagents_eviction_and_only_deepagents():
+    """Setting(evict=...) is deepagents' tool_token_limit_before_evict, to tune deepagents as labkit
+    is tuned (notebook 15 compares best with best); on labkit's middleware it is refused."""
+    from labkit.evals import Setting, trial
+
+    with pytest.raises(ValueError, match="evict is deepagents' eviction limit"):
+        Setting("x", evict=2_500)
+    with pytest.raises(ValueError, match="evict is deepagents' eviction limit"):
+        Setting("x", middleware="deepagents", offload=False, evict=2_500)
+    tuned, _ = trial(Setting("tuned", middleware="deepagents", window=32_000, evict=2_500))
+    default, _ = trial(Setting("default", middleware="deepagents", window=32_000))
+    sent = [sum(r.seen for r in run.records if not r.error) for run in (tuned, default)]
+    assert tuned.score.goal_completed and tuned.score.needle_correct and sent[0] < sent[1] / 2
+    assert any(p.startswith("/large_tool_results/") for p in tuned.files), "deepagents evicted the exports"
