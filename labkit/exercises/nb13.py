@@ -31,6 +31,26 @@ def _stored_paths(store) -> list[str]:
     return [item.key for ns in store.list_namespaces() for item in store.search(ns, limit=1000)]
 
 
+def _why_no_memory(backend) -> str:
+    """Why the memory in the store never reached ``MEMORY`` through ``backend``: no route for its
+    path, a route to a backend that is not the store, or the store under another namespace."""
+    routes = getattr(backend, "routes", None) or {}
+    prefix = next((p for p in sorted(routes, key=len, reverse=True) if MEMORY.startswith(p)), None)
+    where = f"'/AGENTS.md' in namespace {scenario.MEMORY_NAMESPACE}"
+    if prefix is None:
+        said = (f"its routes {sorted(routes)} do not cover {MEMORY}" if routes else
+                f"a {type(backend).__name__} with no routes keeps every file in the thread's state")
+        return (f"{said}, so {MEMORY} was looked for in the thread, and the memory is in the store "
+                f"({where}). Route the memory's folder to a StoreBackend.")
+    target = routes[prefix]
+    if not isinstance(target, StoreBackend):
+        return (f"the route {prefix!r} goes to a {type(target).__name__}, not to the store: the memory "
+                f"is in the store ({where}).")
+    namespace = getattr(target, "_namespace", lambda rt: None)(None)
+    return (f"the route {prefix!r} reaches the store, but reads namespace {namespace!r}; the memory is "
+            f"{where}. (Inside the route, {MEMORY} becomes {MEMORY.removeprefix(prefix.rstrip('/'))!r}.)")
+
+
 def _names() -> dict:
     """The names notebook 13 has imported by its exercise."""
 
@@ -59,9 +79,7 @@ def _check_q1(answer) -> str | None:
         runs.append((model, run))
     (first, _), (second, _) = runs
     if "TL;DR" not in _memory_seen(first):
-        return (f"thread 1 saw no memory: the file scenario.memory_store() put in the store (key "
-                f"'/AGENTS.md' in namespace {scenario.MEMORY_NAMESPACE}) never reached {MEMORY}. "
-                "Which prefix must the route have, and which namespace?")
+        return "thread 1 saw no memory: " + _why_no_memory(answer(store))
     if SOURCES_RULE not in _memory_seen(second):
         return ("thread 2 did not see the preference thread 1 recorded: the edit did not reach "
                 "the store the checker passed to answer(store)")

@@ -1,8 +1,9 @@
 """The checker of notebook 13's exercise accepts the right backend and rejects wrong ones.
 
 Each wrong answer is a mistake a learner could make: memory left in the thread's state, the
-notebook's /memories/ route copied for a file under /team/, the wrong namespace, a store of its
-own instead of the one passed in, or everything made persistent (the report leaks into the store).
+notebook's /memories/ route copied for a file under /team/, a route to the thread's state, the
+wrong namespace, a store of its own instead of the one passed in, or everything made persistent
+(the report leaks into the store) — and each gets its own reason, not one message for all.
 """
 
 import pytest
@@ -28,12 +29,14 @@ def test_q1_right_answer_passes():
     (right(scenario.memory_store()), "answer with a function"),
     (lambda store: 1 / 0, "raised ZeroDivisionError"),
     (lambda store: store, "not a deepagents backend"),
-    (lambda store: StateBackend(), "thread 1 saw no memory"),
+    (lambda store: StateBackend(), "thread 1 saw no memory: a StateBackend with no routes keeps every file"),
     (lambda store: CompositeBackend(default=StateBackend(), routes={"/memories/": store_backend(store)}),
-     "thread 1 saw no memory"),
+     r"thread 1 saw no memory: its routes \['/memories/'\] do not cover /team/AGENTS.md"),
+    (lambda store: CompositeBackend(default=StateBackend(), routes={"/team/": StateBackend()}),
+     "the route '/team/' goes to a StateBackend, not to the store"),
     (lambda store: CompositeBackend(default=StateBackend(),
                                     routes={"/team/": store_backend(store, ("other",))}),
-     "thread 1 saw no memory"),
+     r"reaches the store, but reads namespace \('other',\)"),
     (lambda store: CompositeBackend(default=store_backend(store, ("work",)),
                                     routes={"/team/": store_backend(store)}),
      "so do work files"),
