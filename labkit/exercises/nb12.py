@@ -63,8 +63,10 @@ q1 = Exercise(
     hints=[
         "Two things in the draft are wrong, one per section of the notebook: what the parent reads "
         "to choose a subagent, and what the child reads to know what to return.",
-        "The description must name the job (the lab parent looks for the word 'competitor'); the "
-        "system prompt must ask to 'reply with a short report' with each KPI's exact figure "
+        "The description must name the job: the lab parent delegates to a subagent whose "
+        "description says who the work is about (a competitor, rival, company, firm, business or "
+        "ticker) or what it is (market data, news, research). The system prompt must ask to "
+        "'reply with a short report' with each KPI's exact figure "
         "(compare scenario.RESEARCHER_PROMPT with scenario.UNLIMITED_RESEARCHER_PROMPT).",
     ],
     solution_text=(

@@ -36,7 +36,9 @@ from labkit.model._writing import (
 __all__ = ["COMPACT_TOOL", "RESEARCH_JOB", "act", "delegate_to", "summary_reply", "wants_compaction"]
 
 COMPACT_TOOL = "compact_conversation"  # labkit's and deepagents' manual-compaction tool
-RESEARCH_JOB = re.compile(r"\bcompetitors?\b", re.I)  # a description that names the research job
+# a description that names the research job: who it is about, or the work itself (notebook 12)
+RESEARCH_JOB = re.compile(r"\b(competitors?|rivals?|compan(y|ies)|firms?|business(es)?|tickers?)\b"
+                          r"|\bmarket[- ]data\b|\bnews\b|\bresearch(es|er|ing)?\b", re.I)
 _LISTED = re.compile(r"^\s*- ([\w-]+): (.+)$", re.M)  # a task tool's subagent lines
 
 
@@ -75,8 +77,9 @@ def act(view: View, tools: list[dict], tool_choice: Any = None, *,
     * **As a parent** (notebook 12), with ``delegate_research=True`` and a ``task`` tool bound
       during the report task, it delegates: one ``task`` call per company whose research evidence
       is not visible — all in one AI message — to the first subagent the tool's description lists
-      (``- name: description``) whose description names the job — a "competitor"
-      (``RESEARCH_JOB``) — else to ``general-purpose`` if that catch-all is listed (deepagents
+      (``- name: description``) whose description names the job — who it is about (a
+      competitor, rival, company, firm, business or ticker) or the work (market data, news,
+      research: ``RESEARCH_JOB``) — else to ``general-purpose`` if that catch-all is listed (deepagents
       always adds it). The description decides: with neither (a vague description, no
       catch-all), it makes no ``task`` call and does the research itself, in its own context.
       A company whose task came back without the evidence is not delegated again: the parent
@@ -189,7 +192,8 @@ def delegate_to(task_description: str) -> str | None:
         True
     """
     listed = _LISTED.findall(task_description)
-    named = next((name for name, text in listed if RESEARCH_JOB.search(text)), None)
+    named = next((name for name, text in listed  # the catch-all is the fallback, not a match
+                  if name != "general-purpose" and RESEARCH_JOB.search(text)), None)
     return named or ("general-purpose" if any(name == "general-purpose" for name, _ in listed) else None)
 
 

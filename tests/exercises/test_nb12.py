@@ -32,3 +32,23 @@ def test_q1_solution_passes():
 def test_q1_refuses_with_the_reason(wrong, reason):
     with pytest.raises(AssertionError, match=f"Not yet: .*{reason}"):
         nb12.q1.require(wrong)
+
+
+@pytest.mark.parametrize("description", [
+    "Researches one competitor: its market-data export and its news, as a short report.",
+    "Looks into a single rival company and reports back.",
+    "Analyzes one firm's market data.",
+    "Reads a business's weekly news and export, then summarizes it.",
+    "Does the research for one ticker.",
+], ids=["competitor", "rival company", "firm's market data", "business news", "ticker research"])
+def test_q1_reads_the_description_broadly_enough_for_careful_wordings(description):
+    """The lab parent delegates to a description that says who the work is about or what it is —
+    the rule the notebook writes out — not only to one that says 'competitor'."""
+    assert nb12.q1.check({**scenario.researcher(), "description": description}) == "Correct!"
+
+
+@pytest.mark.parametrize("description", ["Helps the main agent with tasks.", "A general helper.",
+                                         "Writes short poems on request."])
+def test_q1_still_refuses_a_description_that_names_no_job(description):
+    with pytest.raises(AssertionError, match=r"Not yet: .*made no task\(\) call"):
+        nb12.q1.require({**scenario.researcher(), "description": description})
