@@ -30,6 +30,7 @@ from pydantic import Field, PrivateAttr, SecretStr, field_validator
 
 from labkit._token_cache import openai_schema
 from labkit.model._context import is_summary_prompt, plain, read_view
+from labkit.model._grader import grader_reply, is_grader_prompt
 from labkit.model.behaviour import act, summary_reply
 from labkit.model.history import check_history
 from labkit.tokens import DEFAULT_ENCODING, TOKENS_PER_MESSAGE, TokenCounter
@@ -51,7 +52,7 @@ class Call:
     messages: list[BaseMessage]
     tools: list[str]
     input_tokens: int
-    kind: str  # "agent" or "summary"
+    kind: str  # "agent", "summary" or "grader" (RubricMiddleware's grader, notebook 14)
     response: AIMessage | None = None
     error: str | None = None
     tool_choice: Any = None
@@ -201,8 +202,8 @@ class LabModel(BaseChatModel):
         n_in = self.counter.messages(messages) + sum(
             self.counter.tool(t) for t in tools)
         last = plain(messages[-1])
-        call = Call(list(messages), names, n_in, "summary" if is_summary_prompt(last) else "agent",
-                    tool_choice=tool_choice)
+        kind = "summary" if is_summary_prompt(last) else "grader" if is_grader_prompt(last) else "agent"
+        call = Call(list(messages), names, n_in, kind, tool_choice=tool_choice)
         self._calls.append(call)
         if n_in > self.window:
             call.error = (f"prompt is too long: {n_in} tokens exceed the lab model's context window "
@@ -210,6 +211,9 @@ class LabModel(BaseChatModel):
             raise ContextOverflowError(call.error)
         if call.kind == "summary":
             message = AIMessage(summary_reply(last, self.keep_figures))
+        elif call.kind == "grader":  # deepagents' RubricMiddleware (notebook 14)
+            message = grader_reply(last, names)
+            self._number(message, messages)
         else:
             message = act(read_view(messages), tools, tool_choice, compact_when=self.compact_when,
                           delegate_research=self.delegate_research,
