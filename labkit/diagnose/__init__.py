@@ -7,8 +7,9 @@ parts: ``rows`` (the table as data, English and Chinese), ``findings`` (the dete
 report), ``recipes`` (how each failure mode is made). Every name is importable from here.
 
 What it leaves out: judgement — the detectors read numbers and the shape of replies, never a
-real model's meaning. They read a run's records, messages and files: any model's run, saved
-and loaded too (``scenario.load_run``).
+real model's meaning. They read a run's records, messages and files — any model's run, saved and
+loaded too (``scenario.load_run``) — except two that read the running example: ``needle_lost``
+(its needle question) and ``repeated_work``'s per-company count (elsewhere: identical calls).
 """
 
 from __future__ import annotations
