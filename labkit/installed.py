@@ -170,6 +170,9 @@ FEATURES: tuple[Feature, ...] = (
     _attribute("langchain", "14", "langchain.agents.middleware.todo", "_write_todos"),
     _attribute("langchain-core", "06 11", "langchain_core.language_models", "BaseChatModel._get_ls_params"),
     _attribute("langgraph", "12", "langgraph.prebuilt.tool_node", "ToolNode._func"),
+    _attribute("deepagents", "12", "deepagents.middleware.subagents", "_fork_messages"),
+    _attribute("deepagents", "12", "deepagents.middleware.subagents", "_FORK_TASK_PREAMBLE"),
+    _attribute("deepagents", "12", "deepagents.middleware.subagents", "_FORK_EXCLUDED_STATE_KEYS"),
 )
 
 
