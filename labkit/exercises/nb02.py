@@ -1,95 +1,89 @@
 """Exercises for notebook 02 · Tokens, windows and profiles.
 
-The checkers compute the right answer from the data set and the installed deepagents when they
-run, so they stay right if the data is regenerated or deepagents changes its rule.
+q1 is a configuration: the profile to give a model whose real window is 60,000 tokens, on the
+scenario's CSV. The checker runs the scenario under ``create_deep_agent`` on a lab model that
+refuses above 60,000 tokens and carries the learner's profile, and reads the run: a refused
+request, a compaction long before the window is near, or a run that did not finish. It runs the
+installed deepagents, so it stays right if deepagents changes its trigger or its estimate.
 """
 
 from __future__ import annotations
 
-from deepagents.middleware.filesystem import NUM_CHARS_PER_TOKEN
+import numbers
 
-from labkit import scenario
-from labkit.exercises.core import Exercise, whole_number
-from labkit.tokens import approx_tokens, count_tokens
+from deepagents.backends import StateBackend
+from deepagents.middleware.summarization import (
+    compute_summarization_defaults,
+    create_summarization_middleware,
+)
 
-__all__ = ["q1", "q2"]
+from labkit import LabModel, scenario, trace
+from labkit.exercises.core import Exercise
 
-EVICT_TOKENS = 20_000  # "big" means more than this many real (BPE) tokens, deepagents' default
+__all__ = ["q1"]
 
-
-def _names() -> dict:
-    """The names notebook 02 has defined by its exercises."""
-
-    exports = {c["ticker"]: scenario.export_text(c["ticker"]) for c in scenario.companies()}
-    return {"scenario": scenario, "count_tokens": count_tokens, "approx_tokens": approx_tokens,
-            "exports": exports, "NUM_CHARS_PER_TOKEN": NUM_CHARS_PER_TOKEN}
+REAL_WINDOW = 60_000  # what the provider documents, and what the lab model refuses above
 
 
-@whole_number("a whole number of tokens")
-def _check_q1(answer: int) -> str | None:
-    text = scenario.news_text("FERN", "zh")
-    real, guess = count_tokens(text), approx_tokens(text)
-    if answer == real - guess:
-        return None
-    if answer == guess - real:
-        return "right size, wrong sign: chars/4 *under*counts Chinese, so give a positive number"
-    if answer == real:
-        return f"{answer:,} is the real BPE count; now subtract what chars/4 estimates"
-    if answer == guess:
-        return f"{answer:,} is the chars/4 estimate; the question asks how many tokens it misses"
-    if answer == count_tokens(text, "cl100k_base") - guess:
-        return "you counted with cl100k_base; use labkit's default ruler, o200k_base"
-    return (f"{answer:,} is not the gap between count_tokens and approx_tokens on "
-            "scenario.news_text('FERN', 'zh')")
+def _positive_whole(value) -> bool:
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool) and value > 0
 
 
-@whole_number("a whole number of tokens")
-def _check_q2(answer: int) -> str | None:
-    if answer <= 0:
-        return "a limit of 0 or less switches eviction off altogether; pick a positive limit"
-    exports = {c["ticker"]: scenario.export_text(c["ticker"]) for c in scenario.companies()}
-    big = {t for t, text in exports.items() if count_tokens(text) > EVICT_TOKENS}
-    evicted = {t for t, text in exports.items() if len(text) > NUM_CHARS_PER_TOKEN * answer}
-    if missed := sorted(big - evicted):
-        sizes = ", ".join(f"{t} ({len(exports[t]):,} chars, {count_tokens(exports[t]):,} tokens)"
-                          for t in missed)
-        return (f"with {answer:,} deepagents keeps {sizes} inline, though they are over "
-                f"{EVICT_TOKENS:,} real tokens: lower the limit")
-    if extra := sorted(evicted - big):
-        sizes = ", ".join(f"{t} ({len(exports[t]):,} chars, {count_tokens(exports[t]):,} tokens)"
-                          for t in extra)
-        return (f"with {answer:,} deepagents also evicts {sizes}, under {EVICT_TOKENS:,} real "
-                "tokens: raise the limit")
+def _first_compaction(run) -> int | None:
+    return next((r.index for r in run.records if r.by_kind["summary"] > 0), None)
+
+
+def _check_q1(answer) -> str | None:
+    if not isinstance(answer, dict):
+        return f"give the profile as a dict, such as {{'max_input_tokens': ...}}, not {answer!r}"
+    if "max_input_tokens" not in answer:
+        return ("the profile has no 'max_input_tokens': deepagents cannot know the window and falls "
+                "back to its 170,000-token trigger, which a 60,000-token model never reaches")
+    for key in ("max_input_tokens", "max_output_tokens"):
+        if key in answer and not _positive_whole(answer[key]):
+            return f"profile[{key!r}] must be a positive whole number of tokens, not {answer[key]!r}"
+    model = LabModel(window=REAL_WINDOW, profile=dict(answer))
+    try:
+        run = scenario.run(model, harness="deep", recorder=trace.Recorder(keep_requests=True))
+    except Exception as e:  # noqa: BLE001 — report what the profile made deepagents do, in words
+        return f"with this profile the deep agent could not even run: {type(e).__name__}: {e}"
+    declared = answer["max_input_tokens"]
+    if refused := next((r for r in run.records if r.error), None):
+        deep = create_summarization_middleware(model, StateBackend())
+        estimate = deep.token_counter([refused.request.system, *refused.request.messages],
+                                      tools=refused.request.tools)
+        kind, value = compute_summarization_defaults(model)["trigger"]
+        trigger = int(declared * value) if kind == "fraction" else value
+        return (f"call {refused.index} was refused: with max_input_tokens={declared:,} deepagents "
+                f"compacts at {trigger:,} tokens by its estimate, and it estimated this request at "
+                f"{estimate:,}, so it sent it; "
+                f"the model counted {refused.seen:,}, over its {REAL_WINDOW:,}-token window. "
+                "On CSV chars/4 sees under half the tokens: declare less")
+    if run.error is not None or not run.score.goal_completed:
+        return f"no request was refused, but the run did not finish its work: {run.score}"
+    first = _first_compaction(run)
+    before = max((r.seen for r in run.records[:first]), default=0) if first is not None else None
+    if before is not None and before < REAL_WINDOW // 2:
+        return (f"deepagents compacted at call {first}, when the model had seen at most {before:,} "
+                f"tokens, under half its {REAL_WINDOW:,}-token window: with max_input_tokens="
+                f"{declared:,} you pay for summaries, and lose details, long before the window is near;"
+                " declare more")
     return None
 
 
 q1 = Exercise(
-    prompt="How many tokens does the chars/4 estimate miss on Fernhollow Labs' Chinese news "
-           "digest, scenario.news_text('FERN', 'zh')? (real BPE count minus the estimate)",
+    prompt=f"Write the profile (a dict) for an OpenAI-compatible model whose real window is "
+           f"{REAL_WINDOW:,} tokens, so that under create_deep_agent the scenario runs with no "
+           "request refused, and without compacting before the model has seen half its window.",
     checker=_check_q1,
     hints=[
-        "Two rulers: `count_tokens(text)` (real BPE) and `approx_tokens(text)` (chars/4).",
-        "The answer is positive: chars/4 sees fewer tokens than there are.",
+        "{'max_input_tokens': 60_000} tells the truth and still gets a request refused (section 6 "
+        "shows why: the trigger is compared with chars/4, which sees under half of a CSV's tokens). "
+        "The profile is yours to write: declare the window deepagents should plan for.",
+        "deepagents compacts once its estimate passes 85% of max_input_tokens, and on this CSV "
+        "the estimate is about half what the model counts (section 6's table: estimate beside "
+        "the count). So a declared window between about half and 85% of the real one compacts "
+        "in time; far less, and it compacts a context of a few thousand tokens.",
     ],
-    solution_text=("text = scenario.news_text('FERN', 'zh')\n"
-                   "answer = count_tokens(text) - approx_tokens(text)"),
-    given=_names,
-)
-
-q2 = Exercise(
-    prompt="deepagents evicts a tool result when len(text) > NUM_CHARS_PER_TOKEN * "
-           "tool_token_limit_before_evict. Find a tool_token_limit_before_evict for which that "
-           f"rule evicts exactly the exports that are over {EVICT_TOKENS:,} real (BPE) tokens.",
-    checker=_check_q2,
-    hints=[
-        "The rule compares characters: an export is evicted when len(text) > 4 * limit.",
-        f"The smallest export over {EVICT_TOKENS:,} tokens must be evicted, the largest one under "
-        "it must stay: the limit lies between their lengths divided by 4.",
-        "Take the length of the shortest big export, subtract 1, and integer-divide by 4.",
-    ],
-    solution_text=(
-        "big = [t for t in exports if count_tokens(exports[t]) > 20_000]\n"
-        "answer = (min(len(exports[t]) for t in big) - 1) // NUM_CHARS_PER_TOKEN"
-    ),
-    given=_names,
+    solution_text="answer = {'max_input_tokens': 40_000}  # any value from about 22,500 to 52,500 works",
 )

@@ -1,114 +1,99 @@
-"""Exercises for notebook 03 · Middleware: hooks in the agent loop."""
+"""Exercises for notebook 03 · Middleware: hooks in the agent loop.
+
+q1 is a middleware to write: it trims the market-data exports in what the model *sees* and
+leaves what the agent *stores* whole. The checker runs the scenario's first turn with it on a
+lab model whose window is 60,000 tokens (the naive turn peaks near 154,000) and reads the run:
+a refused request, an export lost from the state, a step the lab model repeated because its
+evidence was trimmed away, or an error from the class itself.
+"""
 
 from __future__ import annotations
 
 import inspect
-from collections import Counter
-from functools import cache
 
-from langchain.agents import create_agent
 from langchain.agents.middleware import AgentMiddleware
-from langchain_core.messages import AIMessage, HumanMessage
+from langchain_core.messages import ToolMessage
 
 from labkit import LabModel, scenario
 from labkit.exercises.core import Exercise
 
-__all__ = ["q1", "q2"]
+__all__ = ["q1"]
+
+WINDOW = 60_000
+TOOL = "fetch_market_data"
+NODE_HOOKS = ("before_agent", "before_model", "after_model", "after_agent")
+
+
+def _names() -> dict:
+    """The names notebook 03 has imported by its exercise."""
+
+    return {"AgentMiddleware": AgentMiddleware, "ToolMessage": ToolMessage}
+
+
+def _edits_state(cls) -> list[str]:
+    return [h for h in NODE_HOOKS if getattr(cls, h) is not getattr(AgentMiddleware, h)]
 
 
 def _check_q1(answer) -> str | None:
-    if not isinstance(answer, str):
-        return f"answer with the name of one middleware as a string: 'A', 'B' or 'C' (not {answer!r})"
-    name = answer.strip().strip("'\"").upper()
-    if name == "A":
-        return ("A is first in the list, so it is the outermost layer: its wrap_model_call gets the "
-                "request first, before B and C have touched it")
-    if name == "B":
-        return "B is in the middle: it hands the request on to someone else before the model"
-    if name != "C":
-        return f"the list holds A, B and C only, not {answer!r}"
+    if not (inspect.isclass(answer) and issubclass(answer, AgentMiddleware)):
+        return f"give the class itself (a subclass of AgentMiddleware), not {answer!r}"
+    try:
+        middleware = answer()
+    except TypeError as e:
+        return f"TrimExports() should need no arguments, but: {e}"
+    model = LabModel(window=WINDOW)
+    run = scenario.run(model, middleware=[middleware], turns=scenario.TURNS[:1], recursion_limit=60)
+    if refused := next((r for r in run.records if r.overflow), None):
+        return (f"call {refused.index} sent the model {refused.seen:,} tokens, over its {WINDOW:,}-token "
+                f"window: the exports still reach it in full (trim them in the request that "
+                "wrap_model_call hands to handler)")
+    exports = {scenario.export_text(c["ticker"]) for c in scenario.companies()}
+    lost = [m for m in run.messages if isinstance(m, ToolMessage) and m.name == TOOL
+            and m.content not in exports]
+    if lost:
+        kept = sum(len(str(m.content)) for m in lost)
+        how = (f"your {', '.join(_edits_state(answer))} changed the state; trim only the request, in "
+               "wrap_model_call" if _edits_state(answer) else
+               "you changed the messages in place, and the request's messages are the state's own "
+               "objects; hand handler new ones: request.override(messages=[...]) with m.model_copy(...)")
+        return (f"the state no longer holds {len(lost)} export(s) whole (they are down to {kept:,} "
+                f"characters): {how}")
+    if run.score.steps_repeated:
+        return (f"the lab model did steps again ({', '.join(run.score.repeated)}): it takes a step as "
+                "done only while it sees the first line of that step's result, and your trimmed "
+                "export no longer has it; keep each export's first line")
+    if run.error is not None:
+        return (f"the turn ended with {type(run.error).__name__}: {str(run.error)[:200]} — raised by "
+                "your middleware or by what it handed on")
+    if scenario.REPORT_PATH not in run.files:
+        return "the turn finished without writing the report: " + str(run.score)
     return None
 
 
 q1 = Exercise(
-    prompt="An agent is built with middleware=[A, B, C], each with a wrap_model_call. Whose "
-           "wrap_model_call sees the request last, just before it goes to the model? "
-           "Answer 'A', 'B' or 'C'.",
+    prompt=f"Write a middleware class TrimExports so that the scenario's first turn runs on a "
+           f"{WINDOW:,}-token lab model: the model is sent trimmed market-data exports, the "
+           "state keeps every export whole, and no step is done twice.",
     checker=_check_q1,
     hints=[
-        "Look at the table of section 2: whose 'wrap_model_call ▶' row came first, A's or B's?",
-        "The first middleware in the list is the outermost layer; each calls handler(request) "
-        "to pass the request one layer inward.",
-    ],
-    solution_text="answer = 'C'  # the last in the list is the innermost layer, next to the model",
-)
-
-
-@cache
-def _expected() -> dict[str, int]:
-    """Tool calls per tool name in the first turn of the scenario (create_agent, data tools)."""
-
-    agent, _ = _agent([])
-    out = agent.invoke({"messages": [_request()]})
-    return dict(Counter(tc["name"] for m in out["messages"] if isinstance(m, AIMessage)
-                        for tc in m.tool_calls))
-
-
-def _request():
-    return HumanMessage(scenario.REQUEST)
-
-
-def _agent(middleware: list):
-    model = LabModel(window=1_000_000)
-    return create_agent(model, tools=scenario.tools(), middleware=middleware), model
-
-
-def _names() -> dict:
-    """The names notebook 03 has imported by its second exercise."""
-
-    return {"AgentMiddleware": AgentMiddleware, "Counter": Counter}
-
-
-def _check_q2(answer) -> str | None:
-    if not (inspect.isclass(answer) and issubclass(answer, AgentMiddleware)):
-        return f"give the class itself (a subclass of AgentMiddleware), not {answer!r}"
-    if answer.after_model is AgentMiddleware.after_model:
-        return "your class has no after_model hook: count the tool calls there"
-    try:
-        counter = answer()
-    except TypeError as e:
-        return f"ToolCounter() should need no arguments, but: {e}"
-    agent, _ = _agent([counter])
-    agent.invoke({"messages": [_request()]})
-    counts = getattr(counter, "counts", None)
-    if counts is None:
-        return "after the run, the instance should have a .counts attribute (a dict or Counter)"
-    got, want = dict(Counter(counts)), _expected()
-    if got != want:
-        return (f"after the first turn .counts is {got}, but the model called {want}; in "
-                "after_model, state['messages'][-1] is the AI message just added")
-    return None
-
-
-q2 = Exercise(
-    prompt="Write a middleware class ToolCounter whose after_model hook counts the tool calls "
-           "the model just made, per tool name, in self.counts (a dict or a Counter).",
-    checker=_check_q2,
-    hints=[
-        "after_model(self, state, runtime) runs once per model call, after the AI message has "
-        "been added to state['messages'].",
-        "state['messages'][-1].tool_calls is a list of dicts with a 'name' key.",
-        "Create self.counts = Counter() in __init__ (after super().__init__()), then "
-        "self.counts.update(tc['name'] for tc in ...) in after_model; return None.",
+        "Only wrap_model_call can change what the model sees without changing the state: build "
+        "a new list from request.messages and call handler(request.override(messages=new)). The "
+        "before_model and after_model hooks return updates to the state itself.",
+        "For each ToolMessage m whose m.name is 'fetch_market_data', put in the list "
+        "m.model_copy(update={'content': ...}) with the export's first line and a short note; "
+        "never assign m.content — that object is the one the state holds. Trimming every "
+        "export, or every one but the latest, both fit.",
     ],
     solution_text=(
-        "class ToolCounter(AgentMiddleware):\n"
-        "    def __init__(self):\n"
-        "        super().__init__()\n"
-        "        self.counts = Counter()\n\n"
-        "    def after_model(self, state, runtime):\n"
-        "        self.counts.update(tc['name'] for tc in state['messages'][-1].tool_calls)"
+        "class TrimExports(AgentMiddleware):\n"
+        "    def wrap_model_call(self, request, handler):\n"
+        "        def trim(m):\n"
+        "            if isinstance(m, ToolMessage) and m.name == 'fetch_market_data':\n"
+        "                first = m.content.splitlines()[0]\n"
+        "                return m.model_copy(update={'content': first + '\\n[trimmed in the request]'})\n"
+        "            return m\n"
+        "        return handler(request.override(messages=[trim(m) for m in request.messages]))\n\n"
+        "answer = TrimExports"
     ),
     given=_names,
-    answer_name="ToolCounter",  # the notebook checks the class: nb03.q2.check(ToolCounter)
 )

@@ -1,97 +1,85 @@
-"""The checkers of notebook 03's exercises accept right answers and reject wrong ones."""
-
-from collections import Counter
+"""The checker of notebook 03's exercise runs the learner's middleware on the scenario's first
+turn with a 60,000-token lab model: middleware that trim exports in the request only pass, and
+each wrong one fails saying what happened to the request, the state or the lab model's steps."""
 
 import pytest
 from langchain.agents.middleware import AgentMiddleware
+from langchain_core.messages import ToolMessage
 
 from labkit.exercises import nb03
 
-# -- q1: whose wrap_model_call sees the request last? -----------------------------------------
+
+def _is_export(m):
+    return isinstance(m, ToolMessage) and m.name == "fetch_market_data"
 
 
-@pytest.mark.parametrize("right", ["C", "c", " C ", "'C'"])
-def test_q1_right_answer_passes(right):
+def _stub(m, lines=1):
+    return m.model_copy(update={"content": "\n".join(m.content.splitlines()[:lines]) + "\n[trimmed]"})
+
+
+class TrimAll(AgentMiddleware):  # the solution's way: every export down to its first line
+    def wrap_model_call(self, request, handler):
+        new = [_stub(m) if _is_export(m) else m for m in request.messages]
+        return handler(request.override(messages=new))
+
+
+class KeepLatest(AgentMiddleware):  # also right: every export but the latest, to its first 3 lines
+    def wrap_model_call(self, request, handler):
+        last = max((i for i, m in enumerate(request.messages) if _is_export(m)), default=-1)
+        new = [_stub(m, 3) if _is_export(m) and i != last else m for i, m in enumerate(request.messages)]
+        return handler(request.override(messages=new))
+
+
+class PassThrough(AgentMiddleware):  # wrong: trims nothing
+    def wrap_model_call(self, request, handler):
+        return handler(request)
+
+
+class InPlace(AgentMiddleware):  # wrong: edits the message objects the state holds
+    def wrap_model_call(self, request, handler):
+        for m in request.messages:
+            if _is_export(m):
+                m.content = m.content.splitlines()[0] + "\n[trimmed]"
+        return handler(request)
+
+
+class InState(AgentMiddleware):  # wrong: before_model replaces the exports in the state
+    def before_model(self, state, runtime):
+        new = [_stub(m) for m in state["messages"] if _is_export(m) and not m.content.endswith("[trimmed]")]
+        return {"messages": new} if new else None
+
+
+class NoHeader(AgentMiddleware):  # wrong: the stub drops the line the lab model takes as evidence
+    def wrap_model_call(self, request, handler):
+        new = [m.model_copy(update={"content": "[trimmed]"}) if _is_export(m) else m
+               for m in request.messages]
+        return handler(request.override(messages=new))
+
+
+class Raises(AgentMiddleware):
+    def wrap_model_call(self, request, handler):
+        raise ValueError("no handler called")
+
+
+class NeedsArgs(TrimAll):
+    def __init__(self, lines):
+        super().__init__()
+
+
+@pytest.mark.parametrize("right", [TrimAll, KeepLatest])
+def test_middleware_that_trim_the_request_only_pass(right):
     assert nb03.q1.check(right) == "Correct!"
 
 
 @pytest.mark.parametrize("wrong, reason", [
-    ("A", "outermost"), ("B", "middle"), ("D", "A, B and C only"), (["C"], "string"),
+    (PassThrough, "call 5 sent the model 85,441 tokens, over its 60,000-token window"),
+    (InPlace, "no longer holds 5 export.* whole .* you changed the messages in place"),
+    (InState, "no longer holds 5 export.* whole .* your before_model changed the state"),
+    (NoHeader, r"did steps again \(fetch_market_data:BRLM\).* keep each export's first line"),
+    (Raises, "ended with ValueError: no handler called"),
+    (NeedsArgs, "should need no arguments"),
+    (TrimAll(), "the class itself"),
 ])
-def test_q1_wrong_answers_fail_with_a_reason(wrong, reason):
+def test_wrong_middleware_fail_saying_what_happened(wrong, reason):
     with pytest.raises(AssertionError, match=f"Not yet: .*{reason}"):
         nb03.q1.require(wrong)
-
-
-# -- q2: a middleware that counts tool calls per tool name in after_model ---------------------
-
-
-class ToolCounter(AgentMiddleware):  # the solution
-    def __init__(self):
-        super().__init__()
-        self.counts = Counter()
-
-    def after_model(self, state, runtime):
-        self.counts.update(tc["name"] for tc in state["messages"][-1].tool_calls)
-
-
-class DictCounter(AgentMiddleware):  # also right: a plain dict, counted by hand
-    def __init__(self):
-        super().__init__()
-        self.counts = {}
-
-    def after_model(self, state, runtime):
-        for tc in state["messages"][-1].tool_calls:
-            self.counts[tc["name"]] = self.counts.get(tc["name"], 0) + 1
-
-
-class CountsModelCalls(ToolCounter):  # wrong: one per model call, named after the first tool
-    def after_model(self, state, runtime):
-        calls = state["messages"][-1].tool_calls
-        self.counts[calls[0]["name"] if calls else "none"] += 1
-
-
-class CountsTheWholeHistory(ToolCounter):  # wrong: re-counts every earlier AI message each time
-    def after_model(self, state, runtime):
-        for m in state["messages"]:
-            self.counts.update(tc["name"] for tc in getattr(m, "tool_calls", []))
-
-
-class BeforeModel(ToolCounter):  # wrong: counts in before_model, where the new call is not there
-    after_model = AgentMiddleware.after_model
-
-    def before_model(self, state, runtime):
-        self.counts.update(tc["name"] for tc in getattr(state["messages"][-1], "tool_calls", []))
-
-
-class NoCounts(AgentMiddleware):
-    def after_model(self, state, runtime):
-        return None
-
-
-class NeedsArgs(ToolCounter):
-    def __init__(self, label):
-        super().__init__()
-
-
-def test_q2_expected_counts_are_the_scenario_first_turn():
-    assert nb03._expected() == {"fetch_market_data": 5, "search_news": 5}
-
-
-@pytest.mark.parametrize("right", [ToolCounter, DictCounter])
-def test_q2_right_answers_pass(right):
-    assert nb03.q2.check(right) == "Correct!"
-
-
-@pytest.mark.parametrize("wrong, reason", [
-    (ToolCounter(), "the class itself"),
-    (Counter, "the class itself"),
-    (BeforeModel, "no after_model hook"),
-    (NeedsArgs, "no arguments"),
-    (NoCounts, ".counts attribute"),
-    (CountsModelCalls, "but the model called"),
-    (CountsTheWholeHistory, "but the model called"),
-])
-def test_q2_wrong_answers_fail_with_a_reason(wrong, reason):
-    with pytest.raises(AssertionError, match=f"Not yet: .*{reason}"):
-        nb03.q2.require(wrong)
