@@ -1,61 +1,120 @@
 """Exercises for notebook 11 · When the wall is hit.
 
-q1 asks for the largest gate (two decimals) at which the boundary compaction at the start of
-turn 2 goes through, at a 128k window. The checker runs the scenario with the answer and with
-the answer plus 0.01, so it checks behaviour, not a number typed in here.
+q1 is a configuration with an eval: the middleware stack for a variant that has every wall of
+the lesson at once — a model with no profile on a 30,000-token window, the meeting transcript
+pasted into the first request, and Driftwood's export bigger than the window. The checker runs
+the scenario with the learner's stack and tells a run that *compacted in time* (no request
+refused) from one the overflow fallback *rescued*, or one that died; any stack that gets
+through in time passes.
 """
 
 from __future__ import annotations
 
-from functools import cache
+import warnings
+from typing import Any
 
-from langchain_core.messages import HumanMessage, ToolMessage
+from langchain.agents.middleware import AgentMiddleware
 
 from labkit import LabModel, scenario
-from labkit.exercises.core import Exercise, largest_that_holds, two_decimals
-from labkit.summarize import SummarizeMiddleware
+from labkit.exercises.core import Exercise
+from labkit.offload import OffloadMiddleware
+from labkit.summarize import SummarizeMiddleware, events_of
+from labkit.tokens import count_tokens
 
-__all__ = ["q1"]
+__all__ = ["WINDOW", "q1", "turns"]
 
-WINDOW = 128_000
-
-
-@cache
-def _turn2_answer(gate: float) -> str:
-    """What compact_conversation answered at the start of turn 2, with this gate."""
-
-    model = LabModel(window=WINDOW, compact_when="boundary")
-    run = scenario.run(model, middleware=[SummarizeMiddleware(model, manual_tool=True, gate=gate)])
-    second = [i for i, m in enumerate(run.messages) if isinstance(m, HumanMessage)][1]
-    return next(m.content for m in run.messages[second:]
-                if isinstance(m, ToolMessage) and m.name == "compact_conversation")
+WINDOW = 30_000
 
 
-def _compacts(gate: float) -> bool:
-    return _turn2_answer(round(gate, 2)).startswith("Compacted")
+def turns() -> tuple[str, ...]:
+    """The variant's three user turns: the transcript pasted into the first request."""
+    return (scenario.with_transcript(), *scenario.TURNS[1:])
 
 
-@two_decimals("a number, the gate as a fraction of the trigger (such as 0.45)")
-@largest_that_holds(step=0.01, show=lambda gate: f"gate={gate:.2f}")
-def _check_q1(gate: float) -> str | None:
-    if not 0 < gate <= 1:
-        return f"a gate is a fraction of the trigger, in (0, 1]; {gate!r} is outside it"
-    if not _compacts(gate):
-        return (f"with gate={gate:.2f} the compaction at the start of turn 2 is still refused: "
-                f"{_turn2_answer(round(gate, 2))!r}")
+def _stack(answer: Any, model: LabModel) -> list | str:
+    """The learner's middleware for ``model``, or why the answer is not a stack."""
+    if not callable(answer):
+        return (f"answer with a function that takes the model and returns the list of middleware, "
+                f"such as lambda model: [...] (SummarizeMiddleware needs the model the checker runs), "
+                f"not {answer!r}")
+    try:
+        stack = answer(model)
+    except Exception as error:  # the learner's own code: say what it raised
+        return f"building your stack raised {type(error).__name__}: {error}"
+    if not isinstance(stack, (list, tuple)) or not all(isinstance(m, AgentMiddleware) for m in stack):
+        return f"your function should return a list of middleware, not {stack!r}"
+    return list(stack)
+
+
+def _order(stack: list) -> str:
+    kinds = [type(m).__name__ for m in stack if isinstance(m, (OffloadMiddleware, SummarizeMiddleware))]
+    return " → ".join(kinds) or "neither"
+
+
+def _check_q1(answer: Any) -> str | None:
+    model = LabModel(window=WINDOW, profile=None)
+    stack = _stack(answer, model)
+    if isinstance(stack, str):
+        return stack
+    summarizers = [m for m in stack if isinstance(m, SummarizeMiddleware)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            run = scenario.run(model, middleware=stack, turns=turns())
+        except Exception as error:  # e.g. the same middleware instance twice
+            return f"the run could not start: {type(error).__name__}: {error}"
+    summaries = [c for c in model.calls if c.kind == "summary"]
+    if refused := [c for c in summaries if c.error]:
+        return (f"a summary prompt of {refused[0].input_tokens:,} tokens was refused by the {WINDOW:,}-token "
+                f"window. Your order is {_order(stack)}: the first middleware is the outermost, so a "
+                f"summarizer before OffloadMiddleware counts and summarizes the pasted transcript whole")
+    agent_refused = [c for c in model.calls if c.kind == "agent" and c.error]
+    if run.error is not None:
+        if "nothing is left to compact" in str(run.error):
+            drft = count_tokens(scenario.export_text("DRFT"))
+            return (f"the run died: {run.error}. A single result bigger than the window — Driftwood's "
+                    f"export, {drft:,} tokens — fits in no summary: offload it, with OffloadMiddleware first")
+        if agent_refused and not summarizers:
+            return (f"the run died on a request of {agent_refused[0].input_tokens:,} tokens, and nothing "
+                    f"compacts: the results you kept in the context add up past the {WINDOW:,}-token window")
+        return f"the run died: {type(run.error).__name__}: {run.error}"
+    if agent_refused:
+        reasons = [e.reason for e in events_of(run.state)]
+        trigger = ", ".join(repr(s.trigger) for s in summarizers) or "none"
+        return (f"the run finished, but it was rescued, not compacted in time: a request of "
+                f"{agent_refused[0].input_tokens:,} tokens was refused, then the overflow fallback compacted "
+                f"(events: {reasons}) and retried. Your trigger is {trigger}; with no profile the default is "
+                f"170,000 tokens, above the {WINDOW:,}-token window — so it never fires first")
+    score = run.score
+    if not (score.goal_completed and score.needle_correct) or score.steps_repeated:
+        return f"the run finished in time but did not do the work: {score}"
     return None
 
 
+def _names() -> dict:
+    """The names notebook 11 has imported by its exercise."""
+
+    return {"OffloadMiddleware": OffloadMiddleware, "SummarizeMiddleware": SummarizeMiddleware,
+            "LabModel": LabModel, "scenario": scenario}
+
+
 q1 = Exercise(
-    prompt="At a 128k window the default gate (0.5) refused the boundary compaction at the start "
-           "of turn 2. What is the largest gate g, to two decimal places, at which "
-           "SummarizeMiddleware(model, manual_tool=True, gate=g) lets it through?",
+    prompt=f"Write the middleware stack (a function of the model) that takes a no-profile model with "
+           f"a {WINDOW:,}-token window through the scenario with the transcript pasted and Driftwood's "
+           f"export bigger than the window — finished, needle answered, and no request refused.",
     checker=_check_q1,
     hints=[
-        "The refusal says how many tokens the view held and where the gate was: the gate is "
-        "int(trigger tokens x g), and the trigger is 0.85 x 128,000 = 108,800 tokens.",
-        "The tool compacts when the view's tokens >= int(108,800 x g). Divide the tokens in the "
-        "refusal by 108,800 and round *down* to two decimals.",
+        "Three walls, one per lesson: Driftwood's export is bigger than the window (section 3: only "
+        "offloading moves it); the transcript, counted whole by a summarizer placed before "
+        "OffloadMiddleware (the order, section 3); and a no-profile trigger of 170,000 tokens, above "
+        "the window (section 1: the fallback rescues a run, it does not plan one).",
+        "Offload first, then summarize with a trigger you give in tokens, below the window: "
+        "lambda model: [OffloadMiddleware(), SummarizeMiddleware(model, trigger=('tokens', ...))]. "
+        "Run it yourself and look for refused calls: [c.kind for c in model.calls if c.error].",
     ],
-    solution_text="answer = 0.48  # the refusal's tokens / 108,800 tokens of trigger, rounded down",
+    solution_text=(
+        "answer = lambda model: [OffloadMiddleware(),  # offload first: no result over the window\n"
+        "                        SummarizeMiddleware(model, trigger=('tokens', 24_000))]  # below the wall"
+    ),
+    given=_names,
 )

@@ -1,51 +1,61 @@
-"""The checker of notebook 11's exercise accepts the right answer and rejects wrong ones.
+"""The checker of notebook 11's exercise runs the learner's stack on the variant with every wall
+at once (no profile, a 30,000-token window, the transcript pasted, Driftwood's export over the
+window): stacks that compact in time pass; one the overflow fallback rescued, one that died on
+the big result, and one in the wrong order each fail with that reason."""
 
-The right answer is derived here from the refusal the default run prints (the view's tokens at
-the start of turn 2, over the trigger in tokens), not typed in, so it follows the scenario.
-"""
+from __future__ import annotations
 
-import math
-import re
-
-import numpy as np
 import pytest
 
+from labkit import LabModel, count_tokens, scenario
 from labkit.exercises import nb11
-
-TRIGGER = int(0.85 * nb11.WINDOW)
-
-
-def _right() -> float:
-    refusal = nb11._turn2_answer(0.5)
-    assert refusal.startswith("Not compacted"), "the default gate should refuse at turn 2"
-    tokens = int(re.search(r"holds ([\d,]+) tokens", refusal).group(1).replace(",", ""))
-    return math.floor(tokens / TRIGGER * 100) / 100
+from labkit.offload import OffloadMiddleware
+from labkit.summarize import SummarizeMiddleware
 
 
-def test_the_right_gate_lets_turn_2_through_and_one_step_higher_does_not():
-    g = _right()
-    assert nb11._compacts(g) and not nb11._compacts(g + 0.01)
+def test_the_variant_has_a_result_bigger_than_the_window_and_a_transcript_bigger_still():
+    assert count_tokens(scenario.export_text("DRFT")) > nb11.WINDOW, "Driftwood's export is over the window"
+    assert count_tokens(nb11.turns()[0]) > nb11.WINDOW, "the pasted first request is over the window"
+    assert LabModel(window=nb11.WINDOW, profile=None).profile is None, "the model has no profile"
 
 
-@pytest.mark.parametrize("kind", [float, np.float64])
-def test_q1_right_answer_passes(kind):
-    assert nb11.q1.check(kind(_right())) == "Correct!"
+def _tuned(model):
+    return [OffloadMiddleware(), SummarizeMiddleware(model, trigger=("tokens", 24_000))]
 
 
-@pytest.mark.parametrize("wrong, reason", [
-    ("0.48", "answer with a number"),
-    (True, "answer with a number"),
-    (0, r"in \(0, 1\]"),
-    (1.5, r"in \(0, 1\]"),
-    (0.4827, "two decimal places"),
-    (0.5, "still refused"),
-    (0.3, "find the largest"),
-])
-def test_q1_wrong_answers_fail_with_a_reason(wrong, reason):
-    with pytest.raises(AssertionError, match=f"Not yet: .*{reason}"):
+def _small_keep(model):
+    summarize = SummarizeMiddleware(model, trigger=("tokens", 18_000), keep=("tokens", 3_000))
+    return (OffloadMiddleware(), summarize)  # a tuple is a stack too
+
+
+def _window_given(model):
+    return [OffloadMiddleware(), SummarizeMiddleware(model, window=nb11.WINDOW, trigger=("fraction", 0.8),
+                                                     keep=("fraction", 0.1))]
+
+
+def _offload_more(model):
+    return [OffloadMiddleware(tool_limit=5_000)]  # nothing left to compact: also in time
+
+
+@pytest.mark.parametrize("right", [_tuned, _small_keep, _window_given, _offload_more])
+def test_q1_stacks_that_compact_in_time_pass(right):
+    assert nb11.q1.check(right) == "Correct!"
+
+
+@pytest.mark.parametrize("wrong, says", [
+    (lambda model: [OffloadMiddleware(), SummarizeMiddleware(model)],
+     r"rescued, not compacted in time.*\['overflow'\].*170,000 tokens, above the 30,000-token window"),
+    (lambda model: [SummarizeMiddleware(model, trigger=("tokens", 24_000))],
+     r"nothing is left to compact.*Driftwood's export, 41,348 tokens.*offload it"),
+    (lambda model: [SummarizeMiddleware(model, trigger=("tokens", 24_000)), OffloadMiddleware()],
+     r"summary prompt of .* tokens was refused.*SummarizeMiddleware → OffloadMiddleware.*transcript whole"),
+    (lambda model: [OffloadMiddleware()], "nothing compacts: the results you kept"),
+    (lambda model: [OffloadMiddleware(), SummarizeMiddleware(model, trigger=("fraction", 0.8))],
+     "building your stack raised ValueError: .*no profile"),
+    (lambda model: OffloadMiddleware(), "should return a list of middleware"),
+    ([OffloadMiddleware()], "answer with a function that takes the model"),
+], ids=["rescued", "no-offload", "summarize-first", "no-summarizer", "fraction-no-window", "not-a-list",
+        "a-list"])
+def test_q1_wrong_stacks_fail_with_the_reason(wrong, says):
+    with pytest.raises(AssertionError, match=f"Not yet: .*{says}"):
         nb11.q1.require(wrong)
-
-
-def test_one_step_above_the_right_answer_is_refused():
-    with pytest.raises(AssertionError, match="still refused"):
-        nb11.q1.require(round(_right() + 0.01, 2))
