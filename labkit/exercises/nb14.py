@@ -1,16 +1,14 @@
 """Exercises for notebook 14 · Goal anchors.
 
-q1 asks for an anchor — a configuration, given as ``scenario.run``'s keyword arguments
-(``middleware``, ``system_prompt``) — for a variant of the notebook's drift machine: deepagents'
-``SummarizationMiddleware`` (its constructor's 4,000-token trim) firing every ``TRIGGER`` messages
-and keeping ``KEEP``, on the lab model that says "Done" when it has lost its goal
-(``when_lost="finish"``), with the reminding user of ``evals.forced_compaction``. The checker runs
-the answer: it passes when nothing is claimed done, the goal is never lost, no step is repeated,
-the goal is completed, and the model calls made only to update the anchor take at most
-``BUDGET`` of the input tokens the model received. A todo list, a progress file, a system prompt
-of one's own naming the file, or a middleware of one's own plus the file all pass; no anchor, a
-prompt that only asks to remember, a goal pinned without the steps done, and both anchors at once
-(over the budget) do not.
+q1 asks for an anchor — ``scenario.run``'s keyword arguments (``middleware``, ``system_prompt``) —
+for a variant of the notebook's drift machine: deepagents' ``SummarizationMiddleware`` (its
+constructor's 4,000-token trim) every ``TRIGGER`` messages keeping ``KEEP``, on the lab model that
+says "Done" when it lost its goal (``when_lost="finish"``), with evals' reminding user. The checker
+runs it: it passes when nothing is claimed done, the goal is never lost, no step is repeated, the
+goal is completed, and the calls made only to update the anchor take at most ``BUDGET`` of the
+input tokens. A todo list, a progress file, one's own prompt naming the file, or one's own
+middleware plus the file pass; no anchor, a prompt that only asks to remember, a goal pinned
+without the steps done, and both anchors at once (over the budget) do not.
 """
 
 from __future__ import annotations
