@@ -1,4 +1,4 @@
-"""Summarization (压缩): fold old messages into a summary — without deleting them.
+"""Summarization (摘要压缩): fold old messages into a summary — without deleting them.
 
 Notebooks 07–11. Three parts, read in this order: ``policy`` (when to compact, where to cut,
 what the model then sees: pure functions that ``labkit.replay`` re-runs), ``archive`` (where the

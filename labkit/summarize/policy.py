@@ -1,4 +1,4 @@
-"""Summarization's policy (压缩): when to compact, where to cut, what the model then sees.
+"""Summarization's policy (摘要压缩): when to compact, where to cut, what the model then sees.
 
 Pure functions over message lists, the part of summarization that ``labkit.replay`` re-runs on
 every slider move (notebooks 07–10). :func:`should_compact` tests the ``trigger``;
