@@ -143,7 +143,7 @@ ROWS: tuple[Row, ...] = (
              "与真实窗口无关。",
              "给模型配上带 max_input_tokens 的模型配置（profile），或者自己用词元或消息数设置触发阈值"
              "和 keep。"),
-        Knob("SummarizeMiddleware(model, window=100_000)", _SUMMARIZE, "window"),
+        Knob('SummarizeMiddleware(model, window=100_000, trigger=("fraction", 0.85))', _SUMMARIZE, "window"),
         Knob('SummarizationMiddleware(model, backend=..., trigger=("tokens", 50_000), '
              'keep=("messages", 6))', _DEEP_SUMMARY, "trigger")),
     Row("goal_lost", ("14",),
@@ -224,8 +224,8 @@ ROWS: tuple[Row, ...] = (
              "只发任务真正需要的工具：不用的别放进 tools=[...]，或按名字排除"
              "（HarnessProfile(excluded_tools=...)），或交给需要它们的子智能体，主智能体只带 task()。"),
         Knob("SubagentSpec(..., tools=scenario.toolbox())", "labkit.isolate.SubagentSpec", "tools"),
-        Knob("HarnessProfile(excluded_tools=frozenset(unused))", "deepagents.HarnessProfile",
-             "excluded_tools")),
+        Knob('register_harness_profile("provider:model", HarnessProfile(excluded_tools=frozenset(unused)))',
+             "deepagents.HarnessProfile", "excluded_tools")),
     Row("orphan", ("08",),
         Text("The provider rejects the request (HTTP 400): a tool message with no tool call "
              "before it.",

@@ -58,7 +58,9 @@ def _check_q1(answer) -> str | None:
                 f"compacts at {trigger:,} tokens by its estimate, and it estimated this request at "
                 f"{estimate:,}, so it sent it; "
                 f"the model counted {refused.seen:,}, over its {REAL_WINDOW:,}-token window. "
-                "On CSV chars/4 sees under half the tokens: declare less")
+                "On CSV chars/4 sees under half the tokens: declare less"
+                + (" (a profile's max_output_tokens does not enter deepagents' budget: it reads the "
+                   "model's own max_tokens settings)" if "max_output_tokens" in answer else ""))
     if run.error is not None or not run.score.goal_completed:
         return f"no request was refused, but the run did not finish its work: {run.score}"
     first = _first_compaction(run)

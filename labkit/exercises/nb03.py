@@ -34,6 +34,23 @@ def _edits_state(cls) -> list[str]:
     return [h for h in NODE_HOOKS if getattr(cls, h) is not getattr(AgentMiddleware, h)]
 
 
+def _run(middleware):
+    return scenario.run(LabModel(window=WINDOW), middleware=[middleware], turns=scenario.TURNS[:1],
+                        recursion_limit=60)
+
+
+def _lost(run) -> list:
+    """The fetched exports the state no longer holds whole."""
+    exports = {scenario.export_text(c["ticker"]) for c in scenario.companies()}
+    return [m for m in run.messages if isinstance(m, ToolMessage) and m.name == TOOL
+            and m.content not in exports]
+
+
+def _without(cls, hooks: list[str]) -> type:
+    """``cls`` with its node hooks put back to AgentMiddleware's (which the agent then skips)."""
+    return type(cls.__name__, (cls,), {h: getattr(AgentMiddleware, h) for h in hooks})
+
+
 def _check_q1(answer) -> str | None:
     if not (inspect.isclass(answer) and issubclass(answer, AgentMiddleware)):
         return f"give the class itself (a subclass of AgentMiddleware), not {answer!r}"
@@ -41,21 +58,20 @@ def _check_q1(answer) -> str | None:
         middleware = answer()
     except TypeError as e:
         return f"TrimExports() should need no arguments, but: {e}"
-    model = LabModel(window=WINDOW)
-    run = scenario.run(model, middleware=[middleware], turns=scenario.TURNS[:1], recursion_limit=60)
+    run = _run(middleware)
     if refused := next((r for r in run.records if r.overflow), None):
         return (f"call {refused.index} sent the model {refused.seen:,} tokens, over its {WINDOW:,}-token "
                 f"window: the exports still reach it in full (trim them in the request that "
                 "wrap_model_call hands to handler)")
-    exports = {scenario.export_text(c["ticker"]) for c in scenario.companies()}
-    lost = [m for m in run.messages if isinstance(m, ToolMessage) and m.name == TOOL
-            and m.content not in exports]
+    lost = _lost(run)
     if lost:
         kept = sum(len(str(m.content)) for m in lost)
-        how = (f"your {', '.join(_edits_state(answer))} changed the state; trim only the request, in "
-               "wrap_model_call" if _edits_state(answer) else
-               "you changed the messages in place, and the request's messages are the state's own "
-               "objects; hand handler new ones: request.override(messages=[...]) with m.model_copy(...)")
+        hooks = _edits_state(answer)
+        if hooks and not _lost(_run(_without(answer, hooks)())):  # the cause, flipped: hooks off
+            how = f"your {', '.join(hooks)} changed the state; trim only the request, in wrap_model_call"
+        else:
+            how = ("you changed the messages in place, and the request's messages are the state's own "
+                   "objects; hand handler new ones: request.override(messages=[...]) with m.model_copy(...)")
         return (f"the state no longer holds {len(lost)} export(s) whole (they are down to {kept:,} "
                 f"characters): {how}")
     if run.score.steps_repeated:
@@ -73,7 +89,8 @@ def _check_q1(answer) -> str | None:
 q1 = Exercise(
     prompt=f"Write a middleware class TrimExports so that the scenario's first turn runs on a "
            f"{WINDOW:,}-token lab model: the model is sent trimmed market-data exports, the "
-           "state keeps every export whole, and no step is done twice.",
+           "state keeps every export whole, and no step is done twice (the lab model takes a step "
+           "as done while it sees its result's first line: keep it).",
     checker=_check_q1,
     hints=[
         "Only wrap_model_call can change what the model sees without changing the state: build "

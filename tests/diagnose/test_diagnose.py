@@ -391,3 +391,18 @@ def test_the_chinese_table_speaks_the_glossarys_terms():
         for old, new in drifted.items():
             assert old not in text, f"{where}: {old!r} — the glossary says {new!r}"
         assert not english.search(text), f"{where}: a glossary term left in English: {text}"
+
+
+def test_the_no_profile_rows_labkit_knob_moves_the_trigger_below_the_window():
+    """A window alone leaves a no-profile model's trigger at deepagents' 170,000 fallback; the
+    row's knob gives a fraction of that window as well."""
+    import ast
+
+    from labkit.summarize import SummarizeMiddleware
+
+    bare = LabModel(window=100_000, profile=None)
+    assert SummarizeMiddleware(bare, window=100_000).trigger == ("tokens", 170_000)
+    call = ast.parse(diagnose.row("no_profile").labkit.code, mode="eval").body
+    kwargs = {kw.arg: ast.literal_eval(kw.value) for kw in call.keywords}
+    middleware = SummarizeMiddleware(bare, **kwargs)
+    assert middleware.trigger[0] == "fraction" and int(kwargs["window"] * middleware.trigger[1]) < 100_000

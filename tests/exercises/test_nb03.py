@@ -83,3 +83,21 @@ def test_middleware_that_trim_the_request_only_pass(right):
 def test_wrong_middleware_fail_saying_what_happened(wrong, reason):
     with pytest.raises(AssertionError, match=f"Not yet: .*{reason}"):
         nb03.q1.require(wrong)
+
+
+def test_an_in_place_edit_is_blamed_even_beside_a_harmless_node_hook():
+    """A before_model that changes nothing is not the cause: the checker flips it off to see."""
+    from langchain.agents.middleware import AgentMiddleware
+
+    class Mixed(AgentMiddleware):
+        def before_model(self, state, runtime):
+            return None
+
+        def wrap_model_call(self, request, handler):
+            for m in request.messages:
+                if m.type == "tool" and len(m.content) > 1_000:
+                    m.content = m.content[:1_000]
+            return handler(request)
+
+    with pytest.raises(AssertionError, match="Not yet: .*you changed the messages in place"):
+        nb03.q1.require(Mixed)
