@@ -149,3 +149,18 @@ def test_a_panel_the_learner_moves_is_never_moved_by_the_notebook(path):
     panels = set(re.findall(r"^(\w+) = widgets\.\w+\(", code, flags=re.M)) & shown
     moved = sorted(name for name in panels if re.search(rf"\b{name}\.set\(", code))
     assert not moved, f"the notebook moves the panel it shows: {moved}"
+
+
+DRIFTED = {"留档": "归档", "超长回退": "溢出回退", "子 agent": "子智能体", "脏活": "—",
+           "工具 schema": "工具定义"}
+
+
+def test_no_chinese_term_drifts_from_the_glossary_anywhere_in_the_course():
+    """GLOSSARY.md is the one source of the Chinese terms: no notebook, course page or labkit text
+    uses a variant a reviewer found drifting from it (the clinic's rows have their own test)."""
+    paths = [*NOTEBOOKS, ROOT / "README.md", ROOT / "notebooks" / "START_HERE.md",
+             *(ROOT / "labkit").rglob("*.py")]
+    for path in paths:
+        text = path.read_text(encoding="utf-8")
+        for old, new in DRIFTED.items():
+            assert old not in text, f"{path.relative_to(ROOT)} says {old!r}; GLOSSARY.md says {new!r}"
