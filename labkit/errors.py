@@ -18,8 +18,8 @@ from typing import Any
 
 from langchain_core.exceptions import ContextOverflowError
 
-__all__ = ["OVERFLOW_PHRASES", "OVERFLOW_STATUS", "explain", "is_overflow", "kind", "provider_message",
-           "retry_after", "retryable", "status_of"]
+__all__ = ["KEY_VARIABLES", "OVERFLOW_PHRASES", "OVERFLOW_STATUS", "explain", "is_overflow", "kind",
+           "provider_message", "retry_after", "retryable", "status_of"]
 
 OVERFLOW_STATUS = frozenset({400, 413, 422})
 # deepagents 0.7.32, middleware/summarization.py: _is_context_overflow (tests/test_errors.py
@@ -36,6 +36,9 @@ OVERFLOW_PHRASES = (
     "prompt is too long",
 )
 _RETRY_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504, 529})
+KEY_VARIABLES = {"anthropic": "ANTHROPIC_API_KEY", "google_genai": "GOOGLE_API_KEY",
+                 "openai": "OPENAI_API_KEY"}
+"""The environment variable each provider's key is read from (``labkit.model.providers`` too)."""
 
 
 def _chain(error: BaseException):
@@ -155,9 +158,7 @@ def _where(model: Any) -> tuple[str, str | None, str | None]:
         provider = ""
     url = getattr(model, "openai_api_base", None) or getattr(model, "base_url", None) \
         or getattr(model, "anthropic_api_url", None)
-    keys = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY", "google_genai": "GOOGLE_API_KEY",
-            "deepseek": "DEEPSEEK_API_KEY"}
-    return provider, keys.get(provider), str(url) if url else None
+    return provider, KEY_VARIABLES.get(provider), str(url) if url else None
 
 
 def explain(error: BaseException, model: Any = None, *, advice: bool = True) -> str:

@@ -96,13 +96,15 @@ class Meter:
         self._lock = threading.Lock()
         self._out_lock = threading.Lock()  # children run in parallel: one whole line at a time
         self._parent: list[str | None] = []  # the agent name of the first request: the parent's
+        self._sent = 0  # the sum of tokens over the requests that left
 
     # -- totals ------------------------------------------------------------------------------
 
     @property
     def sent(self) -> int:
-        """Input tokens sent in all, labkit's count: every request that left, retries included."""
-        return sum(r.tokens for r in self.requests if r.sent)
+        """Input tokens sent in all, labkit's count: every request that left, retries included
+        (kept as requests are booked, so a long run does not re-add them on every request)."""
+        return self._sent
 
     @property
     def reported(self) -> int | None:
@@ -154,19 +156,19 @@ class Meter:
     def _admit(self, who: str, tokens: int, attempt: int) -> Sent:
         """Book the request, or refuse it: the cap is checked before anything leaves."""
         with self._lock:
-            before = self.sent
+            before = self._sent
             record = Sent(len(self.requests) + 1, who, tokens, attempt)
             self.requests.append(record)
-            if self.stopped is not None or (self.cap is not None and before + tokens > self.cap):
-                record.outcome = "not sent"
-                first = self.stopped is None
-                if first:
-                    self.stopped = (f"Stopped before request {record.number} ({who}, {tokens:,} tokens): "
-                                    f"{before:,} of the {self.cap:,}-token budget already sent. Raise "
-                                    "LABKIT_BUDGET_TOKENS to go further; what ran so far is shown below.")
-                message = self.stopped
-            else:
+            if self.stopped is None and (self.cap is None or before + tokens <= self.cap):
+                self._sent += tokens
                 return record
+            record.outcome = "not sent"
+            first = self.stopped is None
+            if first:
+                self.stopped = (f"Stopped before request {record.number} ({who}, {tokens:,} tokens): "
+                                f"{before:,} of the {self.cap:,}-token budget already sent. Raise "
+                                "LABKIT_BUDGET_TOKENS to go further; what ran so far is shown below.")
+            message = self.stopped
         if first:
             self._say(message)
         raise BudgetExceeded(message)
@@ -179,6 +181,9 @@ class Meter:
         wait = min(retry_after(error, self.wait * record.attempt), self.max_wait) if again else None
         record.outcome = "overflow" if is_overflow(error) else "retried" if again \
             else "not delivered" if kind(error) == "connection refused" else "failed"
+        if not record.sent:  # nothing reached the provider: it does not count against the cap
+            with self._lock:
+                self._sent -= record.tokens
         record.detail = provider_message(error)
         said = explain(error, model, advice=not again)
         tail = f" — retrying in {wait:.1f} s (attempt {record.attempt + 1} of {self.retries + 1})" \

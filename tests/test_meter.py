@@ -343,3 +343,31 @@ def test_one_repeat_before_the_budget_is_not_called_a_loop():
     messages += [AIMessage("", tool_calls=[{**call, "id": "c2"}]), ToolMessage("x", tool_call_id="c2")]
     twice = scenario.Run(messages=messages, files={}, error=BudgetExceeded("stopped"))
     assert any("a loop" in f.evidence() for f in diagnose(twice) if f.key == "repeated_work")
+
+
+def test_a_long_retry_after_is_capped_and_googles_client_sends_once():
+    """README: labkit waits as Retry-After asks, at most 20 s; Google's client (whose 0 means its
+    default of five retries) is given max_retries=1, one attempt."""
+    import httpx
+    import openai
+    from langchain_google_genai import ChatGoogleGenerativeAI
+
+    response = httpx.Response(429, headers={"retry-after": "60"},
+                              request=httpx.Request("POST", "http://127.0.0.1/v1/chat/completions"))
+    error = openai.RateLimitError("slow down", response=response, body=None)
+    meter = Meter(out=None)
+    record = meter._admit("parent", 10, 1)
+    assert meter._failed(record, error, None, sent_anything=False) == meter.max_wait == 20.0
+    google = ChatGoogleGenerativeAI(model="gemini-2.5-flash", google_api_key="not-used")
+    assert Meter(out=None).attach(google).max_retries == 1 and google.max_retries != 1
+
+
+def test_a_request_that_never_reached_the_provider_gives_its_tokens_back():
+    import httpx
+
+    meter = Meter(cap=1_000, out=None)
+    record = meter._admit("parent", 600, 1)
+    with pytest.raises(httpx.ConnectError):
+        meter._failed(record, httpx.ConnectError("[Errno 111] Connection refused"), None, False)
+    assert record.outcome == "not delivered" and meter.sent == 0
+    assert meter._admit("parent", 900, 1).sent, "the cap still has room for it"

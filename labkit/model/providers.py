@@ -17,16 +17,17 @@ from typing import Any
 from langchain.chat_models import init_chat_model
 from langchain_core.language_models import BaseChatModel
 
+from labkit.errors import KEY_VARIABLES
 from labkit.model.chat import MODEL_NAME, LabModel
 
 __all__ = ["describe", "get_model"]
 
 # The providers whose package and key labkit names in its errors; init_chat_model knows more.
 _PROVIDERS = {
-    "anthropic": ("langchain_anthropic", "langchain-anthropic", "ANTHROPIC_API_KEY"),
-    "google_genai": ("langchain_google_genai", "langchain-google-genai", "GOOGLE_API_KEY"),
+    "anthropic": ("langchain_anthropic", "langchain-anthropic", KEY_VARIABLES["anthropic"]),
+    "google_genai": ("langchain_google_genai", "langchain-google-genai", KEY_VARIABLES["google_genai"]),
     "ollama": ("langchain_ollama", "langchain-ollama", None),
-    "openai": ("langchain_openai", "langchain-openai", "OPENAI_API_KEY"),
+    "openai": ("langchain_openai", "langchain-openai", KEY_VARIABLES["openai"]),
 }
 _FALLBACK = "no window: deepagents' 170,000-token fallback applies"
 
