@@ -10,7 +10,7 @@ from labkit import scenario
 from labkit.summarize import SummarizeMiddleware, events_of
 from labkit.trace import Recorder
 
-__all__ = ["FIRST_TURN", "WINDOW", "archived", "compacting", "fetched"]
+__all__ = ["FIRST_TURN", "WINDOW", "archived", "call_ids", "compacting", "fetched"]
 
 FIRST_TURN = scenario.TURNS[:1]
 _TICKERS = {c["ticker"] for c in scenario.companies()}
@@ -51,3 +51,10 @@ def archived(run: scenario.Run) -> list[str]:
         if lost:
             problems.append(f"compaction {e.number}: {len(lost)} folded messages are not in {e.archive}")
     return problems
+
+
+def call_ids(messages) -> set:
+    """The ids of every tool call the AI messages made, malformed ones included: langchain answers
+    a call whose arguments are not JSON with an error of its own, sent with the call as it came."""
+    return {tc.get("id") for m in messages for tc in [*(getattr(m, "tool_calls", None) or []),
+                                                      *(getattr(m, "invalid_tool_calls", None) or [])]}

@@ -16,7 +16,7 @@ from langchain.agents.middleware import AgentMiddleware
 from langchain_core.messages import BaseMessage, HumanMessage, ToolMessage
 
 from labkit import scenario
-from labkit.experiments._common import FIRST_TURN, compacting, fetched
+from labkit.experiments._common import FIRST_TURN, call_ids, compacting, fetched
 from labkit.offload import HISTORY_DIR, OffloadMiddleware, unwrap
 from labkit.summarize import events_of
 from labkit.tokens import approx_tokens, count_tokens
@@ -192,8 +192,7 @@ def tool_tax(keep: tuple[str, ...] = ("read_file", "write_file", "edit_file", "g
 def _orphans(messages: list[BaseMessage]) -> int:
     """Tool results that answer no tool call among ``messages`` (a malformed call counts as a
     call: langchain answers it with an error, and it is sent with its arguments as they came)."""
-    calls = {tc.get("id") for m in messages for tc in [*(getattr(m, "tool_calls", None) or []),
-                                                       *(getattr(m, "invalid_tool_calls", None) or [])]}
+    calls = call_ids(messages)
     return sum(1 for m in messages if isinstance(m, ToolMessage) and m.tool_call_id not in calls)
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections import Counter
 
 from labkit import scenario
-from labkit.experiments._common import FIRST_TURN, archived, compacting, fetched
+from labkit.experiments._common import FIRST_TURN, archived, call_ids, compacting, fetched
 from labkit.isolate import IsolateMiddleware, SubagentSpec
 from labkit.offload import OFFLOADED, OffloadMiddleware, unwrap
 from labkit.summarize import events_of
@@ -79,9 +79,7 @@ def isolation(scale: float = 0.02) -> Experiment:
 
     def checks(run: scenario.Run) -> list[str]:
         children = made[-1].children
-        # the parent's own calls, malformed ones included: langchain answers those with an error
-        own = {tc.get("id") for m in run.messages if m.type == "ai"
-               for tc in [*m.tool_calls, *getattr(m, "invalid_tool_calls", [])]}
+        own = call_ids(m for m in run.messages if m.type == "ai")  # malformed calls included
         stray = [m for m in run.messages if m.type == "tool" and m.tool_call_id not in own]
         replies = Counter(m.tool_call_id for m in run.messages if m.type == "tool" and m.name == "task")
         problems = [f"{len(stray)} tool results in the parent's messages answer no call of its own"] \
