@@ -40,6 +40,26 @@ def test_the_rule_stated_is_the_scripts():
     assert f"{pace.LINES_PER_MINUTE} lines a minute" in flat, "lines a minute"
     assert f"{pace.MINUTES_PER_EXERCISE} minutes for each exercise question" in flat, "exercise minutes"
     assert f"at most {pace.CORE_LIMIT} minutes" in flat, "the core path's limit"
+    assert f"scanned at {pace.OUTPUT_WORDS_PER_MINUTE} words a minute" in flat, "outputs' words a minute"
+    assert f"{pace.MINUTES_PER_FIGURE} minute for each figure" in flat, "a figure's minutes"
+    assert f"{pace.MINUTES_PER_PANEL} minutes for each panel" in flat, "a panel's minutes"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name[:2])
+def test_what_each_cell_shows_was_measured_for_its_present_source(path):
+    assert not pace.stale(path), f"run: python scripts/pace.py --measure {path.name[:2]}"
+
+
+def test_the_rule_counts_what_a_run_shows():
+    cell = nbformat.v4.new_code_cell("x", outputs=[
+        nbformat.v4.new_output("stream", text="one two three four"),
+        nbformat.v4.new_output("display_data", data={"text/html": "<table><tr><td>a b</td></tr></table>"}),
+        nbformat.v4.new_output("display_data", data={"application/vnd.plotly.v1+json": {}}),
+        nbformat.v4.new_output("display_data", data={"application/vnd.jupyter.widget-view+json": {}})])
+    assert pace.shown(cell) == {"words": 6, "figures": 1, "panels": 1}, "words, figures and panels"
+    hidden = nbformat.v4.new_code_cell("a\nb\nc", metadata={"jupyter": {"source_hidden": True}})
+    assert pace.cell_minutes(hidden, {"words": 200, "figures": 0, "panels": 0}) == 1, \
+        "a check cell's code is not read, what it shows is"
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name[:2])
