@@ -24,8 +24,8 @@ from labkit.model import PROGRESS_PROMPT, LabModel
 from labkit.offload import OffloadMiddleware
 from labkit.summarize import SummarizeMiddleware
 
-__all__ = ["BUDGET", "START", "VARIANT", "WINDOW", "capstone", "eval_grid", "patient", "q1", "q2",
-           "sent", "treated"]
+__all__ = ["BUDGET", "PLAIN", "START", "VARIANT", "WINDOW", "capstone", "eval_grid", "patient", "q1", "q2",
+           "sent", "treated", "what_matters"]
 
 WINDOW = 60_000
 
@@ -115,9 +115,13 @@ def _config(config) -> dict:
     return config
 
 
-def capstone(config):
-    """``(model, run)`` of the capstone's variant (``VARIANT``) under ``config``. Notebook 16."""
-    config, v = _config(config), VARIANT
+def capstone(config, **variant):
+    """``(model, run)`` of the capstone's variant (``VARIANT``, with any part of it changed by
+    ``variant``) under ``config``. Notebook 16."""
+    unknown = set(variant) - set(VARIANT)
+    if unknown:
+        raise TypeError(f"unknown part(s) of the variant {sorted(unknown)}; the parts are {list(VARIANT)}")
+    config, v = _config(config), {**VARIANT, **variant}
     model = LabModel(window=v["window"], delegate_research=bool(config["subagents"]))
     middleware, kwargs, turns = [], {}, scenario.TURNS
     if config["anchor"] == "todo":
@@ -156,6 +160,22 @@ def eval_grid(run, model) -> dict[str, bool]:
     return {"no call refused": not any(r.error for r in run.records), "report and risks note written":
             s.goal_completed, "needle answered": s.needle_correct, "goal never lost": s.goal_lost == 0,
             "no step repeated": s.steps_repeated == 0, f"within {BUDGET:,} tokens": sent(model) <= BUDGET}
+
+
+PLAIN = {"export_scale": 1.0, "news_language": "en", "window": 1_000_000, "reminders": 0}
+"""Each part of the variant as the running example has it (a window nothing reaches, no reminders)."""
+
+
+def what_matters(config) -> list[dict]:
+    """Run ``config`` on the variant with one part at a time put back as in the running example
+    (``PLAIN``): which evals fail and what it sends, beside the variant itself. Notebook 16."""
+    rows = []
+    for part, value in [(None, None), *PLAIN.items()]:
+        model, run = capstone(config, **({part: value} if part else {}))
+        failed = [name for name, ok in eval_grid(run, model).items() if not ok]
+        rows.append({"variant": "as given" if part is None else f"{part}={value!r}",
+                     "evals failing": ", ".join(failed) or "none", "tokens sent": sent(model)})
+    return rows
 
 
 def _check_q2(config) -> str | None:

@@ -93,3 +93,16 @@ def test_the_capstones_official_answer_sends_no_more_than_the_recommended_settin
     recommended, _ = nb16.capstone({"offload": evals.RECOMMENDED_TOOL_LIMIT, "trigger": ("fraction", 0.85),
                                     "keep": ("fraction", 0.1)})
     assert run.score.goal_completed and nb16.sent(model) <= nb16.sent(recommended) <= nb16.BUDGET
+
+
+def test_a_part_of_the_variant_can_be_put_back_and_an_unknown_part_is_refused():
+    model, run = nb16.capstone(nb16.START, window=1_000_000)
+    assert not any(r.error for r in run.records), "a window nothing reaches refuses no call"
+    with pytest.raises(TypeError, match="unknown part"):
+        nb16.capstone(nb16.START, language="zh")
+
+
+def test_what_matters_puts_back_one_part_at_a_time():
+    rows = nb16.what_matters({**nb16.START, "offload": 8_000})
+    assert [r["variant"] for r in rows][1:] == [f"{k}={v!r}" for k, v in nb16.PLAIN.items()], "one row a part"
+    assert all(r["evals failing"] == "none" for r in rows), "the official answer passes, part by part"
