@@ -28,7 +28,7 @@ def write_free(backend: Any, path: str, text: str) -> tuple[str | None, bool]:
             existing = backend.download_files([candidate])[0]
             if existing.error == "is_directory":
                 continue
-            unknown = existing.error not in (None, "file_not_found")
+            unknown = existing.error if existing.error not in (None, "file_not_found") else None
         except Exception as e:
             existing, unknown = None, e
         if unknown:  # never write blind: an earlier stub may still point there

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from langchain_core.messages.utils import get_buffer_string
-
 from labkit import scenario
 from labkit.summarize import SummarizeMiddleware, events_of
+from labkit.summarize.archive import read_archive
 from labkit.trace import Recorder
 
 __all__ = ["FIRST_TURN", "WINDOW", "archived", "call_ids", "compacting", "fetched"]
@@ -47,7 +46,9 @@ def archived(run: scenario.Run) -> list[str]:
         archive = run.files.get(e.archive, "") if e.archive else None
         if archive is None:
             continue
-        lost = [m for m in run.messages[:e.cut] if get_buffer_string([m], format="xml") not in archive]
+        kept = [m for section in read_archive(archive) for m in section.messages]
+        ids = {m.id for m in kept if m.id}
+        lost = [m for m in run.messages[:e.cut] if not (m.id in ids if m.id else m in kept)]
         if lost:
             problems.append(f"compaction {e.number}: {len(lost)} folded messages are not in {e.archive}")
     return problems

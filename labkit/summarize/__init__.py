@@ -7,7 +7,7 @@ folded messages are kept, word for word, and who owns a section) and ``middlewar
 ``compact_conversation`` tool). Everything is importable from ``labkit.summarize`` itself.
 """
 
-from labkit.summarize.archive import archive_path, archive_section, section_id
+from labkit.summarize.archive import Section, archive_path, archive_section, read_archive, section_id
 from labkit.summarize.middleware import SummarizeMiddleware
 from labkit.summarize.policy import (
                                      EVENTS_KEY,
@@ -18,6 +18,8 @@ from labkit.summarize.policy import (
                                      SUMMARY_TAGS,
                                      Event,
                                      Fold,
+                                     current,
+                                     cut_in,
                                      cut_point,
                                      defaults,
                                      events_of,
@@ -28,6 +30,7 @@ from labkit.summarize.policy import (
                                      summary_parts,
                                      summary_prompt,
                                      view,
+                                     view_of,
 )
 
 __all__ = [
@@ -39,13 +42,17 @@ __all__ = [
     "SUMMARY_TAGS",
     "Event",
     "Fold",
+    "Section",
     "SummarizeMiddleware",
     "archive_path",
     "archive_section",
+    "current",
+    "cut_in",
     "cut_point",
     "defaults",
     "events_of",
     "next_fold",
+    "read_archive",
     "safe_cut",
     "section_id",
     "should_compact",
@@ -53,4 +60,5 @@ __all__ = [
     "summary_parts",
     "summary_prompt",
     "view",
+    "view_of",
 ]

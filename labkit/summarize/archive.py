@@ -1,38 +1,49 @@
-"""The compaction archive: where it lives, what a section looks like, and who owns a section.
+"""The compaction archive: where it lives, what a section holds, and who owns a section.
 
 Notebook 09. Used by ``labkit.summarize.middleware``; the public names are in ``labkit.summarize``.
-A top-level agent archives to ``/conversation_history/<thread>.md``; a run nested in another
-agent's tool call (deepagents' ``task``, ``labkit.isolate``; also an agent used as a node of a
-graph of yours) to ``/conversation_history/<thread>/<agent name>-<conversation>.md``. A section's
-id is ``<conversation>-<number>`` (a hash of the conversation's first message id): a compaction
-redone after a failed call replaces only its own section; anything else is appended. Messages are
-escaped XML, so only the raw ``<section>`` tags — not the ``## Compaction`` headings, which are
-for people — mark where a section begins and ends. What it leaves out: langchain's XML rendering
-drops a tool result's ``tool_call_id`` and artifact, invalid tool calls and base64 media; writes
-are serialized within one process, not across processes sharing a backend.
+A top-level agent archives to ``/conversation_history/<thread>.md``, a run nested in another
+agent's tool call (deepagents' ``task``, ``labkit.isolate``) to ``…/<thread>/<agent>-<conversation>.md``.
+A section's id is ``<conversation>-<number>``, the conversation an id drawn at random and kept in
+state; its ``fold`` names the messages it holds, so only a redo of the same fold replaces it (a
+fork or a reused id appends). Messages are written word for word — every string raw, grep finds
+it — between markers that carry a random ``nonce`` no message contains, so no text can forge a
+boundary; :func:`read_archive` gives the messages back. Writes are serialized per file across
+backend objects, and across processes for a ``FilesystemBackend`` (a lock on its folder).
 """
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import hashlib
+import json
+import os
+import re
+import secrets
 import threading
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
-from xml.sax.saxutils import quoteattr
 
-from langchain_core.messages import BaseMessage, get_buffer_string
+from langchain_core.messages import BaseMessage, message_to_dict, messages_from_dict
+
+try:
+    import fcntl
+except ImportError:  # Windows: writes are serialized within a process only
+    fcntl = None
 from langgraph.config import get_config
 
 from labkit._paths import HISTORY_DIR
 from labkit.offload import safe_name
 
-_CLOSE = "\n</section>\n"
+RAW = "$raw"  # a string lifted out of a message's JSON, written raw below it
 
 
 def conversation_key(messages: Sequence[BaseMessage]) -> str:
-    """Twelve hex characters naming a conversation: a hash of its first message's id (langgraph
-    gives every message in state one), or of its type and text when it has none. Notebook 09."""
+    """Twelve hex characters from a history's first message (its id, or its type and text):
+    ``labkit.replay`` names the sections of a replayed run with it. The middleware does not: it
+    draws a conversation id (:func:`new_conversation`). Notebook 09."""
     if not messages:
         return "empty"
     first = messages[0]
@@ -40,13 +51,25 @@ def conversation_key(messages: Sequence[BaseMessage]) -> str:
     return hashlib.sha256(name.encode("utf-8", "surrogatepass")).hexdigest()[:12]
 
 
+def new_conversation() -> str:
+    """A conversation id, drawn at random: never derived from content or an application's ids,
+    which two conversations can share. Notebook 09."""
+    return secrets.token_hex(6)
+
+
+def fold_key(messages: Sequence[BaseMessage]) -> str:
+    """Twelve hex characters naming what a compaction folded: a redo folds the same messages."""
+    names = [f"id:{m.id}" if m.id else f"{m.type}:{m.text}" for m in messages]
+    return hashlib.sha256("\x00".join(names).encode("utf-8", "surrogatepass")).hexdigest()[:12]
+
+
 def section_id(messages: Sequence[BaseMessage], number: int) -> str:
-    """The id of compaction ``number`` of the conversation whose state is ``messages``. Notebook 09."""
+    """The id a replay gives compaction ``number`` of the history ``messages``. Notebook 09."""
     return section_of(conversation_key(messages), number)
 
 
 def section_of(conversation: str, number: int) -> str:
-    """The id of compaction ``number`` of ``conversation`` (a :func:`conversation_key`). Notebook 09."""
+    """The id of compaction ``number`` of ``conversation``. Notebook 09."""
     return f"{conversation}-{number}"
 
 
@@ -58,54 +81,201 @@ def archive_path(thread_id: str, agent: str | None = None, conversation: str | N
     return f"{HISTORY_DIR}/{thread}/{safe_name(agent)}-{conversation or 'conversation'}.md"
 
 
+# -- a section, word for word ----------------------------------------------------------------------
+
+
+def _lift(value: Any, raws: list[str], key: str) -> Any:
+    """``value`` with every string JSON would escape (or longer than a line) moved to ``raws``."""
+    if isinstance(value, str):
+        if len(value) > 60 or not value.isprintable() or '"' in value or "\\" in value:
+            raws.append(value)
+            return {key: len(raws) - 1}
+        return value
+    if isinstance(value, dict):
+        return {k: _lift(v, raws, key) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_lift(v, raws, key) for v in value]
+    return value
+
+
+def _drop(value: Any, raws: list[str], key: str) -> Any:
+    if isinstance(value, dict):
+        if set(value) == {key}:
+            return raws[value[key]]
+        return {k: _drop(v, raws, key) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_drop(v, raws, key) for v in value]
+    return value
+
+
+def _message(message: BaseMessage, nonce: str) -> str:
+    raws: list[str] = []
+    whole = message_to_dict(message)  # what is left out below is what the class fills in again
+    data = {k: v for k, v in whole["data"].items()
+            if k == "content" or k != "type" and v not in (None, {}, [])}
+    head = json.dumps(_lift({"type": whole["type"], "data": data}, raws, f"{RAW} {nonce}"),
+                      ensure_ascii=False, default=repr)
+    body = "".join(f'<raw nonce="{nonce}">\n{raw}\n</raw nonce="{nonce}">\n' for raw in raws)
+    return f'<message nonce="{nonce}">\n{head}\n{body}</message nonce="{nonce}">\n'
+
+
 def archive_section(messages: Sequence[BaseMessage], number: int, first: int,
-                    when: dt.datetime | None = None, *, section: str) -> str:
-    """One dated section holding the folded messages (rendered as XML), tagged with its id. Notebook 09."""
+                    when: dt.datetime | None = None, *, section: str, fold: str | None = None,
+                    nonce: str | None = None) -> str:
+    """One dated section holding the folded messages word for word, tagged with its id. Notebook 09.
+
+    Each message is one line of JSON (langchain's ``message_to_dict``: text, name, status,
+    tool calls and their arguments, tool_call_id, artifact, reasoning) with every string that
+    JSON would escape lifted out and written raw below it, so grep finds any exact text. The
+    ``nonce`` is drawn at random unless given (for reproducible tests)."""
     when = when or dt.datetime.now(dt.timezone.utc)
+    fold = fold or fold_key(messages)
+    plain = json.dumps([message_to_dict(m) for m in messages], ensure_ascii=False, default=repr)
+    while nonce is None or nonce in plain:  # only the markers may carry it (a given one too)
+        nonce = secrets.token_hex(8)
+    body = "".join(_message(m, nonce) for m in messages)
     last = first + len(messages) - 1
-    return (f"## Compaction {number} — {when.isoformat(timespec='seconds')} — messages "
-            f"{first}–{last}\n<section id={quoteattr(section)}>\n\n"
-            f"{get_buffer_string(list(messages), format='xml')}\n{_CLOSE}\n")
+    return (f"## Compaction {number} — {when.isoformat(timespec='seconds')} — messages {first}–{last}\n"
+            f'<section id="{section}" fold="{fold}" nonce="{nonce}">\n\n{body}</section nonce="{nonce}">\n\n')
 
 
-def with_section(archive: str, section: str, text: str) -> str:
-    """``archive`` with ``text`` in place of the section whose id is ``section``, or appended
-    when there is none. Nothing else in the file is touched. Notebook 09."""
-    tag = f"\n<section id={quoteattr(section)}>\n"
-    at = archive.find(tag)
-    if at < 0:
-        return archive + text
-    start = archive.rfind("\n", 0, at) + 1  # the section's heading line
-    end = archive.find(_CLOSE, at)
-    after = archive.find("\n<section id=", at + len(tag))
-    if end < 0 or 0 <= after < end:  # this section was cut short: keep what is there, append anew
-        return archive + text
-    end += len(_CLOSE)
-    end += archive.startswith("\n", end)
-    return archive[:start] + text + archive[end:]
+@dataclass(frozen=True)
+class Section:
+    """One section of an archive as :func:`read_archive` finds it. Notebook 09."""
+
+    id: str
+    fold: str
+    start: int  # where its heading begins in the file
+    end: int | None  # just past its closing marker; None: cut short (an interrupted write)
+    messages: list[BaseMessage] = field(default_factory=list, repr=False)
 
 
-_LOCKS: dict[tuple[int, str], threading.Lock] = {}  # one per (backend, path): read, edit, write as one
+_OPEN = re.compile(r'^<section id="([^"\n]+)" fold="([0-9a-f]+)" nonce="([0-9a-f]{16})">$', re.M)
+
+
+def read_archive(archive: str) -> list[Section]:
+    """Every section of an archive, in order, with its messages exactly as they were folded.
+
+    Read from the top: a section ends only at the closing marker with its own nonce, so text
+    inside a message — a pasted archive, forged tags — is never taken for a boundary. Notebook 09."""
+    sections, pos = [], 0
+    while (m := _OPEN.search(archive, pos)) is not None:
+        section, fold, nonce = m.groups()
+        heading = archive.rfind("\n", 0, max(m.start() - 1, 0)) + 1
+        start = heading if archive.startswith("## Compaction ", heading) else m.start()
+        close = f'</section nonce="{nonce}">\n'
+        end = archive.find(close, m.end())
+        if end < 0:  # cut short: keep looking after its tag
+            sections.append(Section(section, fold, start, None))
+            pos = m.end()
+            continue
+        pos = end + len(close)
+        sections.append(Section(section, fold, start, pos + archive.startswith("\n", pos),
+                                _messages(archive[m.end():end], nonce)))
+    return sections
+
+
+def _messages(body: str, nonce: str) -> list[BaseMessage]:
+    opening, closing = f'<message nonce="{nonce}">\n', f'</message nonce="{nonce}">\n'
+    raw_open, raw_close = f'<raw nonce="{nonce}">\n', f'\n</raw nonce="{nonce}">\n'
+    found, pos = [], body.find(opening)
+    while pos >= 0:
+        head_end = body.index("\n", pos + len(opening))
+        head, raws, at = body[pos + len(opening):head_end], [], head_end + 1
+        while body.startswith(raw_open, at):
+            stop = body.index(raw_close, at + len(raw_open))
+            raws.append(body[at + len(raw_open):stop])
+            at = stop + len(raw_close)
+        found.append(messages_from_dict([_drop(json.loads(head), raws, f"{RAW} {nonce}")])[0])
+        pos = body.find(opening, body.index(closing, at) + len(closing))
+    return found
+
+
+def with_section(archive: str, section: str, text: str, fold: str | None = None) -> str | None:
+    """``archive`` with ``text`` in place of section ``section`` when that section holds the same
+    ``fold`` (a redo), or appended when there is none; ``None`` when another fold holds the id (a
+    fork, or a conversation id reused). Nothing else in the file is touched. Notebook 09."""
+    for found in read_archive(archive):
+        if found.id != section or found.end is None:
+            continue  # a section cut short is kept as it is, and its redo appended
+        if fold is not None and found.fold != fold:
+            return None
+        return archive[:found.start] + text + archive[found.end:]
+    return archive + text
+
+
+TAKEN = "taken"
+""":func:`write_section`'s answer when another fold holds the section id: draw a new conversation."""
+_LOCKS: dict[tuple, threading.Lock] = {}  # one per file: read, edit, write as one
 _LOCKS_GUARD = threading.Lock()
 
 
-def write_section(backend: Any, path: str, section: str, text: str) -> Any:
-    """Put ``text`` in the archive at ``path`` as section ``section``; ``None``, or the error. An
-    archive that exists but cannot be read is never overwritten; two writers in this process
-    never interleave their read and write. Notebook 09."""
+def _file_of(backend: Any, path: str) -> tuple[tuple, Path | None]:
+    """What a write goes to, whatever object reaches it: a real file for a ``FilesystemBackend``
+    (however many backend objects point at its folder), a store's key, or else the backend."""
+    resolve = getattr(backend, "_resolve_path", None)
+    if callable(resolve):
+        try:
+            real = Path(os.path.realpath(resolve(path)))
+            return ("file", str(real)), real
+        except Exception:  # noqa: S110 - a path it refuses fails again at the write, with its error
+            pass
+    store = getattr(backend, "_store", None)
+    if store is not None:
+        return ("store", id(store), path), None
+    return ("backend", id(backend), path), None
+
+
+@contextlib.contextmanager
+def _locked(backend: Any, path: str):
+    key, real = _file_of(backend, path)
     with _LOCKS_GUARD:
-        lock = _LOCKS.setdefault((id(backend), path), threading.Lock())
-    with lock:
-        return _write_section(backend, path, section, text)
+        lock = _LOCKS.setdefault(key, threading.Lock())
+    with lock, _folder_lock(real):
+        yield
 
 
-def _write_section(backend: Any, path: str, section: str, text: str) -> Any:
+@contextlib.contextmanager
+def _folder_lock(real: Path | None):
+    """Across processes: an exclusive ``flock`` on the archive's folder (not on POSIX: none)."""
+    if real is None or fcntl is None:
+        yield
+        return
+    real.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(real.parent, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # closing releases the lock
+
+
+def write_section(backend: Any, path: str, section: str, text: str, fold: str | None = None) -> Any:
+    """Put ``text`` in the archive at ``path`` as section ``section``: ``None``, the error,
+    or :data:`TAKEN`. An archive that cannot be read is never overwritten; writers of one file
+    never interleave their read and write — in this process whatever backend object they hold,
+    and across processes on a ``FilesystemBackend``; a write another writer undid is reported
+    (re-read after writing). Notebook 09."""
+    with _locked(backend, path):
+        return _write_section(backend, path, section, text, fold)
+
+
+def _write_section(backend: Any, path: str, section: str, text: str, fold: str | None) -> Any:
     try:
         found = backend.download_files([path])[0]
         if found.error not in (None, "file_not_found"):
             return found.error
         old = found.content.decode("utf-8") if found.content else ""
-        return getattr(backend.write(path, with_section(old, section, text)), "error", None)
+        new = with_section(old, section, text, fold)
+        if new is None:
+            return TAKEN
+        error = getattr(backend.write(path, new), "error", None)
+        if error:
+            return error
+        check = backend.download_files([path])[0]
+        if check.content is not None and text not in check.content.decode("utf-8"):
+            return "the section was overwritten by another writer right after it was written"
+        return None
     except Exception as e:  # the run goes on; the summary just cannot point to an archive
         return e
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict
 from typing import Annotated, Any, NotRequired
 
@@ -34,11 +34,13 @@ from labkit import prompts
 from labkit._sizes import check_fraction, check_limit, check_size, size_threshold
 from labkit.errors import is_overflow
 from labkit.summarize.archive import (
+    TAKEN,
     archive_owner,
     archive_path,
     archive_section,
     as_stored,
-    conversation_key,
+    fold_key,
+    new_conversation,
     section_of,
     state_messages,
     write_section,
@@ -50,11 +52,13 @@ from labkit.summarize.policy import (
     SUMMARY_TAGS,
     Event,
     Fold,
+    current,
     defaults,
     events_of,
     next_fold,
     summary_prompt,
     view,
+    view_of,
 )
 from labkit.tokens import TokenCounter, encoding
 from labkit.trace import RunningMeasure
@@ -62,8 +66,12 @@ from labkit.trace import RunningMeasure
 __all__ = ["SummarizeMiddleware", "is_overflow"]  # is_overflow: labkit.errors's, as before
 
 
+CONVERSATION_KEY = "_labkit_conversation"
+
+
 class _State(FilesystemState):
     _labkit_compactions: Annotated[NotRequired[list[dict]], PrivateStateAttr]
+    _labkit_conversation: Annotated[NotRequired[str], PrivateStateAttr]
 
 
 class SummarizeMiddleware(AgentMiddleware):
@@ -137,17 +145,19 @@ class SummarizeMiddleware(AgentMiddleware):
     # -- compacting --------------------------------------------------------------------------
 
     def compact(self, messages: list[BaseMessage], events: list[Event], reason: str = "manual",
-                stored: Sequence[BaseMessage] = ()) -> Event | None:
+                stored: Sequence[BaseMessage] = (), conversation: str | None = None) -> Event | None:
         """Fold what ``keep`` allows now (the trigger aside) into a new event, or ``None`` if the
-        cut cannot move forward. ``stored``: see :meth:`make_event`."""
-        return self.make_event(self._next(messages, events, forced=True), messages, events, reason, stored)
+        cut cannot move forward. ``stored`` and ``conversation``: see :meth:`make_event`."""
+        return self.make_event(self._next(messages, events, forced=True), messages, events, reason, stored,
+                               conversation)
 
     def _next(self, messages, events, request_tokens: int = 0, forced: bool = False) -> Fold | None:
         return next_fold(messages, events, request_tokens, trigger=self.trigger, keep=self.keep,
                          window=self.window, count=self.counter.message, forced=forced)
 
     def make_event(self, planned: Fold | None, messages: Sequence[BaseMessage], events: list[Event],
-                   reason: str, stored: Sequence[BaseMessage] = ()) -> Event | None:
+                   reason: str, stored: Sequence[BaseMessage] = (), conversation: str | None = None
+                   ) -> Event | None:
         """Archive and summarize what ``planned`` folds: the new event (``None`` for no fold).
 
         ``messages`` are what this middleware was handed (an outer middleware may have shortened
@@ -157,12 +167,14 @@ class SummarizeMiddleware(AgentMiddleware):
             return None
         folded = as_stored(planned.folded, stored)
         number = len(events) + 1
-        conversation = conversation_key(stored or messages)
-        section = section_of(conversation, number)
-        path = self._archive(folded, number, planned.absolute - len(folded), conversation, section)
+        path, section = self._archive(folded, number, planned.absolute - len(folded),
+                                      _conversation(events, conversation))
         summary = self._summarize(planned.shown[:planned.cut])
+        kept = planned.shown[planned.cut] if planned.cut < len(planned.shown) else None
         return Event(cut=planned.absolute, summary=summary, archive=path, created_at=len(messages),
-                     number=number, reason=reason, section=section)
+                     number=number, reason=reason, section=section,
+                     folded_to=folded[-1].id if folded else None,
+                     kept_from=kept.id if kept is not None else None)
 
     def _summarize(self, messages: Sequence[BaseMessage]) -> str:
         """Ask the model for the summary. If the prompt itself overflows the summarizer, retry once
@@ -188,46 +200,63 @@ class SummarizeMiddleware(AgentMiddleware):
         return (enc.decode(ids[:head]) + "\n[... middle of the history omitted: it is in the archive ...]\n"
                 + enc.decode(ids[-tail:]))
 
-    def _archive(self, folded: Sequence[BaseMessage], number: int, first: int, conversation: str,
-                 section: str) -> str | None:
+    def _archive(self, folded: Sequence[BaseMessage], number: int, first: int,
+                 conversation: str) -> tuple[str | None, str]:
+        """Write the section: ``(the archive's path or None, the section's id)``. A section id
+        another fold holds (a fork of this conversation) gets a new conversation id."""
+        fold, section = fold_key(folded), section_of(conversation, number)
         if not self.archive:  # asked for no archive: nothing to write, nothing to warn about
-            return None
+            return None, section
         thread, agent = archive_owner()
-        path = archive_path(thread, agent, conversation)
-        text = archive_section(folded, number, first, self.clock() if self.clock else None,
-                               section=section)
-        error = write_section(self.backend, path, section, text)
+        when = self.clock() if self.clock else None
+        for _ in range(3):
+            path = archive_path(thread, agent, conversation)
+            text = archive_section(folded, number, first, when, section=section, fold=fold)
+            error = write_section(self.backend, path, section, text, fold)
+            if error != TAKEN:
+                break
+            conversation = new_conversation()
+            section = section_of(conversation, number)
         if error:
             warnings.warn(f"labkit summarize: could not archive to {path} ({error}); the summary "
                           "will not point to an archive", stacklevel=3)
-            return None
-        return path
+            return None, section
+        return path, section
 
     # -- hooks ---------------------------------------------------------------------------------
 
     def _before(self, request, events: list[Event]) -> tuple[list, list, list[Event]]:
         """The messages, the view to send and any new event: compact first past the trigger."""
         messages = list(request.messages)
-        shown = view(messages, events[-1] if events else None)
+        _refuse_shared_ids(messages)
+        shown = view_of(messages, events)
         new: list[Event] = []
         tokens = self.request_tokens(shown, request.system_message, request.tools or ())
         planned = self._next(messages, events, tokens)
         event = None if planned is None else self.make_event(planned, messages, events, "trigger",
-                                                             state_messages(request))
+                                                             state_messages(request), _minted(request))
         if event:
             new.append(event)
             shown = view(messages, event)
         return messages, shown, new
 
     def _on_overflow(self, error: Exception, messages, events: list[Event],
-                     stored: Sequence[BaseMessage] = ()) -> Event:
+                     stored: Sequence[BaseMessage] = (), conversation: str | None = None) -> Event:
         """The event that makes room after an overflow — or the error, saying nothing can."""
         event = self.make_event(self._next(messages, events, forced=True), messages, events, "overflow",
-                                stored)
+                                stored, conversation)
         if event is None:
             raise ContextOverflowError(f"{error} — and nothing is left to compact "
                                        f"(keep={self.keep!r})") from error
         return event
+
+    def before_agent(self, state, runtime) -> dict | None:
+        """Draw the conversation's id once, before its first call: a compaction redone after a
+        failed call then writes under the same id, and replaces only its own section."""
+        return None if state.get(CONVERSATION_KEY) else {CONVERSATION_KEY: new_conversation()}
+
+    async def abefore_agent(self, state, runtime) -> dict | None:
+        return self.before_agent(state, runtime)
 
     def _result(self, response, events, new):
         if not new:
@@ -244,7 +273,8 @@ class SummarizeMiddleware(AgentMiddleware):
         except Exception as error:
             if not is_overflow(error):
                 raise
-            new.append(self._on_overflow(error, messages, events + new, state_messages(request)))
+            new.append(self._on_overflow(error, messages, events + new, state_messages(request),
+                                         _minted(request)))
             response = handler(request.override(messages=view(messages, new[-1])))
         return self._result(response, events, new)
 
@@ -258,7 +288,7 @@ class SummarizeMiddleware(AgentMiddleware):
             if not is_overflow(error):
                 raise
             new.append(await asyncio.to_thread(self._on_overflow, error, messages, events + new,
-                                               state_messages(request)))
+                                               state_messages(request), _minted(request)))
             response = await handler(request.override(messages=view(messages, new[-1])))
         return self._result(response, events, new)
 
@@ -287,13 +317,14 @@ class SummarizeMiddleware(AgentMiddleware):
                 text = prompts.COMPACT_TWICE.format(first=first)
                 return Command(update={"messages": [ToolMessage(
                     text, tool_call_id=runtime.tool_call_id, status="error")]})
-            shown = view(messages, events[-1] if events else None)
+            shown = view_of(messages, events)
             ok, why = self.gate_check(shown, self.request_tokens(shown))
             if not ok:
                 text = prompts.COMPACT_REFUSED.format(why=why)
                 return Command(update={"messages": [ToolMessage(text, tool_call_id=runtime.tool_call_id)]})
-            event = self.compact(messages, events, "manual", stored=messages)
-            folded = event.cut - (events[-1].cut if events else 0) if event else 0
+            event = self.compact(messages, events, "manual", stored=messages,
+                                 conversation=state.get(CONVERSATION_KEY))
+            folded = event.cut - current(messages, events)[1] if event else 0
             text = prompts.COMPACT_DONE.format(n=folded, path=event.archive) if event \
                 else prompts.COMPACT_REFUSED.format(why="nothing old enough to fold")
             update: dict[str, Any] = {"messages": [ToolMessage(text, tool_call_id=runtime.tool_call_id)]}
@@ -311,14 +342,51 @@ def _chat_model(model: Any) -> BaseChatModel:
     """The summarizer, checked when the middleware is built: a chat model, or a
     ``"provider:model"`` string resolved by langchain's ``init_chat_model`` (as deepagents does)."""
     if isinstance(model, str):
+        if not model.strip():
+            raise ValueError("SummarizeMiddleware needs a summarizer: a chat model or a 'provider:model' "
+                             f"string, not an empty name ({model!r})")
         try:
-            return init_chat_model(model)
+            built = init_chat_model(model)
         except Exception as e:
             raise ValueError(f"SummarizeMiddleware could not build the summarizer {model!r}: {e}") from e
+        if not isinstance(built, BaseChatModel):  # langchain defers an incomplete name to call time
+            raise ValueError(f"SummarizeMiddleware could not build the summarizer {model!r}: langchain "
+                             f"made a {type(built).__name__} with no model chosen; name one as "
+                             "'provider:model'")
+        return built
     if not isinstance(model, BaseChatModel):
         raise TypeError(f"SummarizeMiddleware needs a chat model to write summaries (a BaseChatModel "
                         f"or a 'provider:model' string), got {type(model).__name__}: {model!r:.60}")
     return model
+
+
+def _conversation(events: Sequence[Event], minted: str | None) -> str:
+    """The conversation a new compaction belongs to: the latest section's (a fork that had to draw
+    a new id keeps it), else the id drawn before the first call, else a new one."""
+    for event in reversed(events):
+        if event.section:
+            return event.section.rsplit("-", 1)[0]
+    return minted or new_conversation()
+
+
+def _minted(request: Any) -> str | None:
+    state = getattr(request, "state", None)
+    return state.get(CONVERSATION_KEY) if isinstance(state, Mapping) else None
+
+
+def _refuse_shared_ids(messages: Sequence[BaseMessage]) -> None:
+    """Two messages with one id would make one of them invisible to a cut found by id (and
+    langgraph's own reducer would merge them): refuse, naming the id."""
+    seen: set[str] = set()
+    for m in messages:
+        if m.id is None:
+            continue
+        if m.id in seen:
+            where = [j for j, x in enumerate(messages) if x.id == m.id]
+            raise ValueError(f"SummarizeMiddleware: messages {where} share the id {m.id!r}; give "
+                             "each message its own id (langgraph's "
+                             "add_messages does, and replaces a message sent again with the same id)")
+        seen.add(m.id)
 
 
 def _first_call(messages: Sequence[BaseMessage], tool_call_id: str) -> str:

@@ -30,6 +30,8 @@ __all__ = [
     "SUMMARY_TAGS",
     "Event",
     "Fold",
+    "current",
+    "cut_in",
     "cut_point",
     "defaults",
     "events_of",
@@ -41,6 +43,7 @@ __all__ = [
     "summary_parts",
     "summary_prompt",
     "view",
+    "view_of",
 ]
 
 EVENTS_KEY = "_labkit_compactions"
@@ -56,7 +59,8 @@ class Event:
     """One compaction: ``messages[:cut]`` are folded into ``summary``; the folded messages (not
     earlier summaries) are archived in ``archive``, in the section whose id is ``section``.
     ``created_at`` is the number of messages in state when it happened; ``number`` counts
-    compactions in the conversation. Notebook 09."""
+    compactions in the conversation. ``cut`` is a position; ``folded_to`` and ``kept_from`` find
+    it again by message id after an application removed messages (:func:`cut_in`). Notebook 09."""
 
     cut: int
     summary: str
@@ -65,6 +69,8 @@ class Event:
     number: int
     reason: str = "trigger"  # "trigger", "overflow" or "manual"
     section: str | None = None
+    folded_to: str | None = None  # the id of the last message folded ...
+    kept_from: str | None = None  # ... and of the first kept: where the cut is, by identity
 
 
 def defaults(model: Any) -> tuple[tuple, tuple]:
@@ -84,11 +90,11 @@ def should_compact(tokens: int, n_messages: int, trigger: tuple, window: int | N
 
 
 def fold_due(n_messages: int, last: Event | None, request_tokens: int, trigger: tuple,
-             window: int | None, forced: bool = False) -> bool:
-    """:func:`next_fold`'s first test, on ``n_messages`` in state under the ``last`` event: the
-    messages in view are the summary and those from its cut on. ``labkit.replay`` asks it before
-    it builds a view for ``next_fold`` (most calls stop here)."""
-    in_view = n_messages - last.cut + 1 if last else n_messages
+             window: int | None, forced: bool = False, cut: int | None = None) -> bool:
+    """:func:`next_fold`'s first test, on ``n_messages`` in state under the ``last`` event (its
+    cut at ``cut``, by default where it was made): the messages in view are the summary and those
+    from the cut on. ``labkit.replay`` asks it before it builds a view for ``next_fold``."""
+    in_view = n_messages - (last.cut if cut is None else cut) + 1 if last else n_messages
     return forced or should_compact(request_tokens, in_view, trigger, window)
 
 
@@ -167,22 +173,65 @@ def next_fold(messages: Sequence[BaseMessage], events: Sequence[Event], request_
     call goes out as it is — or nothing can be folded. :class:`SummarizeMiddleware` and
     ``labkit.replay`` both ask this function, so the two cannot drift apart. Notebook 07.
     """
-    last = events[-1] if events else None
-    if not fold_due(len(messages), last, request_tokens, trigger, window, forced):
+    last, base = current(messages, events)
+    if not fold_due(len(messages), last, request_tokens, trigger, window, forced, base):
         return None
-    shown = view(messages, last)
+    shown = _view(messages, last, base)
     start = 1 if last else 0
     cut = cut_point(shown, keep, window, count, start=start)
     if cut <= start:
         return None
-    return Fold(shown, start, cut, (last.cut if last else 0) + (cut - start))
+    return Fold(shown, start, cut, base + (cut - start))
+
+
+def cut_in(messages: Sequence[BaseMessage], event: Event) -> int | None:
+    """Where ``event``'s cut falls in ``messages`` now. Notebook 09.
+
+    By identity when the event knows its boundary: just after its last folded message, or else
+    just before its first kept one — wherever an application's ``RemoveMessage`` moved them.
+    ``None`` when neither is there any more (``REMOVE_ALL_MESSAGES`` reset the thread): the event
+    no longer applies. An event without ids (made outside a graph) keeps its position."""
+    if event.folded_to is None and event.kept_from is None:
+        return min(event.cut, len(messages))
+    if 0 < event.cut <= len(messages) and messages[event.cut - 1].id == event.folded_to:
+        return event.cut  # nothing before the cut was removed: the common case, one comparison
+    kept = None
+    for i in range(len(messages) - 1, -1, -1):
+        if event.folded_to is not None and messages[i].id == event.folded_to:
+            return i + 1
+        if event.kept_from is not None and messages[i].id == event.kept_from:
+            kept = i
+    return kept
+
+
+def current(messages: Sequence[BaseMessage], events: Sequence[Event]) -> tuple[Event | None, int]:
+    """The compaction that applies to ``messages`` and where its cut falls: the latest event whose
+    boundary is still there (:func:`cut_in`), or ``(None, 0)``: no summary, every message shown.
+    Notebook 09."""
+    for event in reversed(events):
+        cut = cut_in(messages, event)
+        if cut is not None:
+            return event, cut
+    return None, 0
+
+
+def view_of(messages: Sequence[BaseMessage], events: Sequence[Event]) -> list[BaseMessage]:
+    """What the model is sent under a run's compaction ``events``: :func:`view` of the one that
+    applies (:func:`current`). Notebook 09."""
+    event, cut = current(messages, events)
+    return _view(messages, event, cut)
 
 
 def view(messages: Sequence[BaseMessage], event: Event | None) -> list[BaseMessage]:
     """What the model sees: the summary, then every message from the cut on. Notebook 09."""
     if event is None:
         return list(messages)
-    return [summary_message(event), *messages[event.cut:]]
+    cut = cut_in(messages, event)
+    return list(messages) if cut is None else _view(messages, event, cut)
+
+
+def _view(messages: Sequence[BaseMessage], event: Event | None, cut: int) -> list[BaseMessage]:
+    return list(messages) if event is None else [summary_message(event), *messages[cut:]]
 
 
 def summary_message(event: Event) -> HumanMessage:

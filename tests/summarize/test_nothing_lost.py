@@ -20,7 +20,7 @@ from deepagents.backends import FilesystemBackend
 from langchain.agents import create_agent
 from langchain_core.language_models import BaseChatModel
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
-from langchain_core.messages import AIMessage, HumanMessage, ToolMessage, get_buffer_string
+from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
 
@@ -28,9 +28,10 @@ from labkit import LabModel, prompts
 from labkit.isolate import IsolateMiddleware, SubagentSpec
 from labkit.offload import OffloadMiddleware
 from labkit.summarize import EVENTS_KEY, SummarizeMiddleware, archive_path, archive_section, events_of
+from labkit.summarize.archive import read_archive
 from tests.conftest import FIXED, MemoryBackend, Scripted
 
-SECTION = re.compile(r'^<section id="([0-9a-f]{12})-(\d+)">$', re.M)
+SECTION = re.compile(r'^<section id="([0-9a-f]{12})-(\d+)" fold="[0-9a-f]{12}" nonce="[0-9a-f]{16}">$', re.M)
 
 
 def call(name: str, call_id: str, **args) -> dict:
@@ -56,15 +57,15 @@ def note(text: str) -> str:
     return f"noted: {text}"
 
 
-def messages_in(archive: str) -> list[str]:
-    """The XML of each message in an archive (escaped as written)."""
-    return re.findall(r"<message type=.*?</message>", archive, re.S)
+def messages_in(archive: str) -> list:
+    """Every message an archive holds, section after section, as read back."""
+    return [m for section in read_archive(archive) for m in section.messages]
 
 
-def folded_xml(messages, events) -> list[str]:
-    """What an archive must hold: every folded message once, rendered as the archive renders it."""
+def folded_xml(messages, events) -> list:
+    """What an archive must hold: every folded message once, exactly."""
     cut = events[-1].cut if events else 0
-    return messages_in(get_buffer_string(list(messages[:cut]), format="xml"))
+    return list(messages[:cut])
 
 
 # -- 1. a subagent never writes into its parent's archive ---------------------------------------
@@ -166,7 +167,7 @@ def test_two_conversations_on_one_thread_of_a_persistent_backend_both_keep_their
     ids = SECTION.findall(text)
     assert len(ids) == 2 and ids[0][0] != ids[1][0] and [n for _, n in ids] == ["1", "1"]
     for word in ("a0", "a1", "a2", "b0", "b1", "b2"):
-        assert text.count(f">{word}</message>") == 1, word
+        assert [m.text for m in messages_in(text)].count(word) == 1, word
 
 
 # -- 2. section boundaries cannot be forged ------------------------------------------------------
@@ -192,7 +193,7 @@ def test_a_message_that_looks_like_a_section_does_not_truncate_the_archive():
     archive = state["files"][archive_path("f")]["content"]
     assert messages_in(archive) == folded_xml(state["messages"], events)
     assert [int(n) for _, n in SECTION.findall(archive)] == [e.number for e in events]
-    assert FORGED in html.unescape(archive)
+    assert FORGED in archive, "the pasted text is in the archive word for word"
 
 
 def test_a_redo_replaces_only_its_own_section():
@@ -215,7 +216,7 @@ def test_a_section_cut_short_is_kept_and_its_redo_appended():
 
     x = archive_section([HumanMessage("x")], 1, 0, FIXED, section="aaaaaaaaaaaa-1")
     y = archive_section([HumanMessage("y")], 1, 0, FIXED, section="bbbbbbbbbbbb-1")
-    broken = x[:x.index("</section>")]
+    broken = x[:x.index("</section nonce=")]
     redo = archive_section([HumanMessage("x2")], 1, 0, FIXED, section="aaaaaaaaaaaa-1")
     assert with_section(broken + y, "aaaaaaaaaaaa-1", redo) == broken + y + redo
 

@@ -16,7 +16,6 @@ happens — an overflow the fallback rescues or one that ends the turn — after
 
 from __future__ import annotations
 
-import html
 import re
 import threading
 
@@ -25,7 +24,7 @@ from hypothesis import strategies as st
 from langchain.agents import create_agent
 from langchain_core.exceptions import ContextOverflowError
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
-from langchain_core.messages import AIMessage, HumanMessage, ToolMessage, get_buffer_string
+from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
@@ -35,11 +34,13 @@ from labkit import LabModel
 from labkit.isolate import IsolateMiddleware, SubagentSpec
 from labkit.offload import OffloadMiddleware
 from labkit.summarize import SummarizeMiddleware, archive_path, events_of
+from labkit.summarize.archive import read_archive
 
 SETTINGS = settings(derandomize=True, deadline=None, max_examples=25,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 HEADING = re.compile(r"^## Compaction (\d+) — \S+ — messages (\d+)–(\d+)\n"
-                     r"<section id=\"([0-9a-f]{12})-(\d+)\">$", re.M)
+                     r"<section id=\"([0-9a-f]{12})-(\d+)\" fold=\"[0-9a-f]{12}\" "
+                     r"nonce=\"[0-9a-f]{16}\">$", re.M)
 
 
 @tool
@@ -146,25 +147,23 @@ def check_parent_archive(state) -> None:
     archive = state["files"][archive_path("t")]["content"]
     numbers = [int(h[0]) for h in HEADING.findall(archive)]
     assert numbers == list(range(1, len(numbers) + 1)) and len(numbers) >= len(events)
-    sections = re.split(r"^## Compaction \d+ — .*$", archive, flags=re.M)[1:len(events) + 1]
-    expected = get_buffer_string(state["messages"][:events[-1].cut], format="xml")
-    got = re.findall(r"<message type=.*?</message>", "".join(sections), re.S)
-    assert got == re.findall(r"<message type=.*?</message>", expected, re.S), \
-        "every folded message of the parent in its archive, once"
+    sections = read_archive(archive)[:len(events)]
+    got = [m for section in sections for m in section.messages]
+    assert got == list(state["messages"][:events[-1].cut]), "each folded message archived once"
 
 
 def check_child_archive(path: str, text: str) -> None:
     headings = HEADING.findall(text)
-    assert headings and text.count("<section id=") == len(headings) == text.count("</section>")
+    sections = read_archive(text)
+    assert headings and len(sections) == len(headings) and all(s.end for s in sections), path
     assert len({h[3] for h in headings}) == 1, f"{path}: one conversation per child file"
     nxt = 0
     for k, (number, lo, hi, _, owner_number) in enumerate(headings, start=1):
         assert int(number) == int(owner_number) == k, f"{path}: sections numbered 1, 2, …"
         assert int(lo) == nxt and int(hi) >= int(lo), f"{path}: section {k} starts where the last ended"
         nxt = int(hi) + 1
-    bodies = re.split(r"^## Compaction \d+ — .*$", text, flags=re.M)[1:]
-    for (number, lo, hi, *_), body in zip(headings, bodies):
-        assert body.count("<message type=") == int(hi) - int(lo) + 1, f"{path}: section {number} whole"
+    for (number, lo, hi, *_), section in zip(headings, sections):
+        assert len(section.messages) == int(hi) - int(lo) + 1, f"{path}: section {number} whole"
 
 
 def check_files(model: PlanModel, state) -> None:
@@ -201,7 +200,7 @@ def test_nothing_is_lost_in_random_multi_agent_runs(turns, keep, limit):
     check_parent_archive(state)
     children = [p for p in state.get("files", {}) if p.startswith("/conversation_history/t/")]
     for path in children:
-        check_child_archive(path, html.unescape(state["files"][path]["content"]))
+        check_child_archive(path, state["files"][path]["content"])
     check_files(model, state)
     replies = [m for m in state["messages"] if isinstance(m, ToolMessage) and m.name == "task"]
     event(f"parent compactions: {min(len(events_of(state)), 3)}+")

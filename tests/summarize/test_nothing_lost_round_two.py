@@ -1,0 +1,264 @@
+"""Nothing lost, round two (issue 22): what applications do to a thread — remove messages, reset
+it, reuse ids, fork it, build a backend per request, run several processes on one folder — and
+what real messages hold (thinking blocks, names, statuses, quotes, ampersands).
+
+Each case failed on the code before it: the cut was a position, the conversation a hash of the
+first message's id, the write lock keyed by the backend object, the archive escaped XML.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+import warnings
+
+import pytest
+from deepagents.backends import FilesystemBackend
+from langchain.agents import create_agent
+from langchain.agents.middleware.types import ModelRequest
+from langchain_core.messages import AIMessage, HumanMessage, RemoveMessage, ToolMessage
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.graph.message import REMOVE_ALL_MESSAGES
+
+from labkit import LabModel
+from labkit.summarize import SummarizeMiddleware, archive_path, archive_section, events_of, read_archive
+from labkit.summarize.archive import write_section
+from tests.conftest import FIXED, MemoryBackend, Scripted
+
+
+def config(thread: str) -> dict:
+    return {"configurable": {"thread_id": thread}, "recursion_limit": 50}
+
+
+def summarizer(**knobs) -> SummarizeMiddleware:
+    knobs = {"trigger": ("messages", 4), "keep": ("messages", 2), **knobs}
+    return SummarizeMiddleware(LabModel(), clock=lambda: FIXED, **knobs)
+
+
+def turns(*words: str) -> list:
+    return [HumanMessage(w, id=f"id-{w}") if i % 2 == 0 else AIMessage(w, id=f"id-{w}")
+            for i, w in enumerate(words)]
+
+
+def texts(messages) -> list[str]:
+    return [m.text for m in messages]
+
+
+# -- 1. the cut is found by identity ---------------------------------------------------------------
+
+
+def test_removing_the_first_message_keeps_every_unfolded_message_in_view():
+    """Compaction 1 folds h0..h2; the application removes h0. Every message in state must still
+    be archived or sent — before, the cut (an index) now skipped a3: never sent again, and never
+    archived by the next compaction either."""
+    model = Scripted(messages=iter([AIMessage("ok", id=f"r{i}") for i in range(5)]))
+    backend = MemoryBackend()
+    agent = create_agent(model, tools=[], middleware=[summarizer(backend=backend)],
+                         checkpointer=InMemorySaver())
+    agent.invoke({"messages": turns("h0", "a1", "h2", "a3", "h4")}, config("rm"))
+    agent.update_state(config("rm"), {"messages": [RemoveMessage(id="id-h0")]})
+    agent.invoke({"messages": [HumanMessage("h6", id="id-h6")]}, config("rm"))
+    state = agent.get_state(config("rm")).values
+    archived = {m.id for s in read_archive(backend.files[archive_path("rm")]) for m in s.messages}
+    sent = {m.id for m in model.seen[-1]}
+    lost = [m.text for m in state["messages"][:-1] if m.id not in archived | sent]
+    assert not lost, f"neither archived nor sent: {lost}"
+
+
+def test_a_reset_thread_sends_the_new_question():
+    """REMOVE_ALL_MESSAGES and a new question — how many apps reset a thread: the old summary
+    no longer applies, and the new question reaches the model."""
+    model = Scripted(messages=iter([AIMessage("ok", id=f"r{i}") for i in range(5)]))
+    agent = create_agent(model, tools=[], middleware=[summarizer()], checkpointer=InMemorySaver())
+    agent.invoke({"messages": turns("h0", "a1", "h2", "a3", "h4")}, config("reset"))
+    assert events_of(agent.get_state(config("reset")).values), "a compaction happened first"
+    agent.invoke({"messages": [RemoveMessage(id=REMOVE_ALL_MESSAGES), HumanMessage("a new question")]},
+                 config("reset"))
+    assert texts(model.seen[-1]) == ["a new question"], "the model is sent the new conversation only"
+
+
+def test_shared_ids_are_refused_with_the_id_named():
+    """Outside a graph nothing stops two messages sharing an id; a cut found by id could not tell
+    them apart, so the middleware refuses them by name."""
+    mw = summarizer()
+    history = [HumanMessage("a", id="same"), AIMessage("b", id="x"), HumanMessage("c", id="same")]
+    request = ModelRequest(model=LabModel(), messages=history, state={"messages": history})
+    with pytest.raises(ValueError, match="share the id 'same'"):
+        mw.wrap_model_call(request, lambda r: AIMessage("ok"))
+
+
+# -- 2. conversations that cannot collide ---------------------------------------------------------
+
+
+def test_two_runs_whose_first_messages_share_an_application_id_keep_both_sections(tmp_path):
+    """Two runs on one thread id, each with a fresh checkpointer, a shared folder, and an
+    application's id "q1" on both first messages: both sections stay."""
+    backend = FilesystemBackend(root_dir=tmp_path, virtual_mode=True)
+    for run in ("a", "b"):
+        model = Scripted(messages=iter([AIMessage("ok")]))
+        agent = create_agent(model, tools=[], checkpointer=InMemorySaver(),
+                             middleware=[summarizer(backend=backend)])
+        history = [HumanMessage(f"{run} question", id="q1"),
+                   *[(AIMessage if i % 2 else HumanMessage)(f"{run}{i}") for i in range(1, 5)]]
+        agent.invoke({"messages": history}, config("t"))
+    sections = read_archive((tmp_path / "conversation_history" / "t.md").read_text(encoding="utf-8"))
+    held = [m.text for s in sections for m in s.messages]
+    assert len(sections) == 2 and {"a question", "b question"} <= set(held), held
+
+
+def test_a_fork_keeps_both_branches_sections():
+    """Branch from the checkpoint after compaction 1, and compact again in both branches: each
+    branch's compaction 2 is in the archive, under its own conversation id."""
+    model = Scripted(messages=iter([AIMessage("ok", id=f"r{i}") for i in range(9)]))
+    backend = MemoryBackend()
+    agent = create_agent(model, tools=[], checkpointer=InMemorySaver(),
+                         middleware=[summarizer(backend=backend)])
+    agent.invoke({"messages": turns("h0", "a1", "h2", "a3", "h4")}, config("f"))
+    fork_point = agent.get_state(config("f")).config
+    agent.invoke({"messages": turns("main1", "main2", "main3")}, config("f"))
+    agent.invoke({"messages": turns("branch1", "branch2", "branch3")}, fork_point)
+    sections = read_archive(backend.files[archive_path("f")])
+    numbers = sorted(s.id.rsplit("-", 1)[1] for s in sections)
+    assert numbers.count("2") == 2, f"both branches' compaction 2: {[s.id for s in sections]}"
+    assert len({s.id for s in sections}) == len(sections), "no section replaced another"
+
+
+# -- 3. writes across backend objects and processes -----------------------------------------------
+
+
+class SlowDisk(FilesystemBackend):
+    """A FilesystemBackend whose reads take a while: a lost update shows every time."""
+
+    def download_files(self, paths):
+        found = super().download_files(paths)
+        time.sleep(0.01)
+        return found
+
+
+def test_a_backend_per_writer_on_one_folder_keeps_every_section(tmp_path):
+    """Eight threads, each with its own FilesystemBackend object on one folder (an app that builds
+    a backend per request), five sections each: all forty stay."""
+    def writer(k: int) -> None:
+        backend = SlowDisk(root_dir=tmp_path, virtual_mode=True)
+        for n in range(1, 6):
+            section = f"{k:012x}-{n}"
+            assert write_section(backend, "/h.md", section, archive_section(
+                [HumanMessage(f"w{k} s{n}")], n, 0, FIXED, section=section)) is None
+
+    threads = [threading.Thread(target=writer, args=(k,)) for k in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    sections = read_archive((tmp_path / "h.md").read_text(encoding="utf-8"))
+    assert len(sections) == 40, f"{len(sections)} of 40 sections kept"
+
+
+PROCESS = textwrap.dedent("""
+    import sys, time
+    from deepagents.backends import FilesystemBackend
+    from langchain_core.messages import HumanMessage
+    from labkit.summarize import archive_section
+    from labkit.summarize.archive import write_section
+
+    class SlowDisk(FilesystemBackend):
+        def download_files(self, paths):
+            found = super().download_files(paths)
+            time.sleep(0.01)
+            return found
+
+    root, k = sys.argv[1], int(sys.argv[2])
+    backend = SlowDisk(root_dir=root, virtual_mode=True)
+    for n in range(1, 11):
+        section = f"{k:012x}-{n}"
+        error = write_section(backend, "/h.md", section,
+                              archive_section([HumanMessage(f"p{k} s{n}")], n, 0, section=section))
+        assert error is None, error
+""")
+
+
+def test_several_processes_on_one_folder_keep_every_section(tmp_path):
+    """Three processes (a class sharing a volume, a server with workers), ten sections each."""
+    procs = [subprocess.Popen([sys.executable, "-c", PROCESS, str(tmp_path), str(k)]) for k in range(3)]
+    assert [p.wait(timeout=120) for p in procs] == [0, 0, 0], "every writer finished"
+    sections = read_archive((tmp_path / "h.md").read_text(encoding="utf-8"))
+    assert len(sections) == 30, f"{len(sections)} of 30 sections kept"
+
+
+# -- 4. word for word ----------------------------------------------------------------------------
+
+REAL = [
+    HumanMessage("Compare A&B <Brightloom> with \"Driftwood\"", id="u1", name="ana"),
+    AIMessage([{"type": "thinking", "thinking": "I should fetch both & compare", "signature": "sig"},
+               {"type": "text", "text": "Fetching."}], id="m1",
+              tool_calls=[{"name": "write_file", "id": "c1", "type": "tool_call",
+                           "args": {"file_path": "/notes.md",
+                                    "content": 'He said "ship it" & left\n' * 40}}]),
+    ToolMessage("Error: disk full <errno 28>", tool_call_id="c1", status="error", id="t1",
+                artifact={"errno": 28}),
+    AIMessage("x" * 2_000 + " & tail", id="m2"),
+    HumanMessage("next", id="u2"), AIMessage("ok", id="m3"), HumanMessage("last", id="u3"),
+]
+
+
+def test_the_archive_is_word_for_word_and_reads_back_exactly():
+    model = Scripted(messages=iter([AIMessage("done", id="r1")]))
+    backend = MemoryBackend()
+    agent = create_agent(model, tools=[], checkpointer=InMemorySaver(),
+                         middleware=[summarizer(backend=backend, trigger=("messages", 6),
+                                                keep=("messages", 1))])
+    agent.invoke({"messages": REAL}, config("w"))
+    state = agent.get_state(config("w")).values
+    (event,) = events_of(state)
+    text = backend.files[archive_path("w")]
+    for exact in ('A&B <Brightloom> with "Driftwood"', 'He said "ship it" & left',
+                  "I should fetch both & compare", "Error: disk full <errno 28>", "x" * 2_000 + " & tail"):
+        assert exact in text, f"grep finds {exact[:40]!r}"
+    (section,) = read_archive(text)
+    assert section.messages == state["messages"][:event.cut], "read back whole: names, statuses, thinking"
+    tool = next(m for m in section.messages if isinstance(m, ToolMessage))
+    assert (tool.status, tool.tool_call_id, tool.artifact) == ("error", "c1", {"errno": 28}), "the tool result"
+
+
+def test_a_forged_boundary_inside_a_message_is_just_text():
+    inner = archive_section([HumanMessage("inner")], 1, 0, FIXED, section="aaaaaaaaaaaa-1")
+    pasted = HumanMessage("pasted:\n" + inner + "\nend")
+    outer = archive_section([pasted], 2, 1, FIXED, section="bbbbbbbbbbbb-2")
+    (section,) = read_archive(outer)
+    assert section.id == "bbbbbbbbbbbb-2" and section.messages[0].text == "pasted:\n" + inner + "\nend"
+
+
+# -- 7. refused when built; warnings that name the error ------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["", "   "])
+def test_an_empty_summarizer_name_is_refused_when_built(name):
+    with pytest.raises(ValueError, match="empty name"):
+        SummarizeMiddleware(name, trigger=("messages", 4), keep=("messages", 2))
+
+
+def test_the_offload_warning_names_the_backends_error(tmp_path):
+    from deepagents.backends.protocol import FileDownloadResponse
+
+    from labkit.offload import OffloadMiddleware
+
+    class Denied(MemoryBackend):
+        def download_files(self, paths):
+            return [FileDownloadResponse(path=p, error="permission_denied") for p in paths]
+
+    off = OffloadMiddleware(backend=Denied(), tool_limit=10)
+    with warnings.catch_warnings(record=True) as said:
+        warnings.simplefilter("always")
+        off._write("/large_tool_results/c1", "text " * 100)
+    assert said and "(permission_denied)" in str(said[0].message), [str(w.message) for w in said]
+
+
+def test_json_of_an_archive_head_is_one_line():
+    """Each message's head is one JSON line: a reader (or grep -A0) gets it whole."""
+    text = archive_section(REAL, 1, 0, FIXED, section="cccccccccccc-1")
+    heads = [line for line in text.splitlines() if line.startswith('{"type": ')]
+    assert len(heads) == len(REAL) and all(json.loads(h) for h in heads), "one JSON head per message"
