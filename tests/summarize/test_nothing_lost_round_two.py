@@ -221,7 +221,7 @@ def test_the_archive_is_word_for_word_and_reads_back_exactly():
     (section,) = read_archive(text)
     assert section.messages == state["messages"][:event.cut], "read back whole: names, statuses, thinking"
     tool = next(m for m in section.messages if isinstance(m, ToolMessage))
-    assert (tool.status, tool.tool_call_id, tool.artifact) == ("error", "c1", {"errno": 28}), "the tool result"
+    assert (tool.status, tool.tool_call_id, tool.artifact) == ("error", "c1", {"errno": 28}), "the result"
 
 
 def test_a_forged_boundary_inside_a_message_is_just_text():
