@@ -28,7 +28,7 @@ from labkit.model import summary_facts
 from labkit.scenario import needle
 from labkit.summarize import Event, SummarizeMiddleware, archive_path, next_fold, summary_message
 from labkit.summarize.archive import conversation_key, section_of
-from labkit.summarize.policy import fold_due
+from labkit.summarize.policy import CONVERSATION_KEY, fold_due
 from labkit.tokens import PRICES, TOKENS_PER_MESSAGE, TokenCounter, cost, message_text
 from labkit.trace import KINDS, MESSAGE_KINDS, CallRecord, compaction_marks, kind_of
 
@@ -62,7 +62,7 @@ class Trajectory:
     needle_at: list[int]
     counter: TokenCounter
     size_of_id: dict[int, int]
-    conversation: str  # summarize.archive.conversation_key(messages): names each fold's section
+    conversation: str  # the run's conversation id (or a hash of its first message): names the sections
     memo: Memo = field(default_factory=Memo)  # summaries and counts already made (slider moves reuse them)
 
     def tokens(self, message: BaseMessage) -> int:
@@ -119,7 +119,8 @@ def trajectory(run: Any, counter: TokenCounter | None = None) -> Trajectory:
         outputs=[r.output_tokens for r in calls], turns=[r.turn for r in calls],
         tool_calls=[list(r.tool_calls) for r in calls], prefix=prefix, by_kind=by_kind,
         facts=[summary_facts(x) for x in xml], xml_prefix=xml_prefix, needle_at=needle_at, counter=counter,
-        size_of_id={id(m): s for m, s in zip(messages, sizes)}, conversation=conversation_key(messages))
+        size_of_id={id(m): s for m, s in zip(messages, sizes)},
+        conversation=(getattr(run, "state", None) or {}).get(CONVERSATION_KEY) or conversation_key(messages))
 
 
 @dataclass(frozen=True)
@@ -247,8 +248,10 @@ class _Session:
         text, n_in, n_out = summary(self.t, planned.shown, last, planned.cut, self.keep_figures)
         self.summary_in, self.summary_out = self.summary_in + n_in, self.summary_out + n_out
         number = len(self.events) + 1
+        kept = planned.shown[planned.cut] if planned.cut < len(planned.shown) else None
         event = Event(cut=planned.absolute, summary=text, archive=self.path, created_at=n, number=number,
-                      reason=reason, section=section_of(self.t.conversation, number))
+                      reason=reason, section=section_of(self.t.conversation, number),
+                      folded_to=planned.folded[-1].id, kept_from=getattr(kept, "id", None))
         self.events.append(event)
         self.cut = event.cut
         self.event_calls.append(i)

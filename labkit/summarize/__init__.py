@@ -10,6 +10,7 @@ folded messages are kept, word for word, and who owns a section) and ``middlewar
 from labkit.summarize.archive import Section, archive_path, archive_section, read_archive, section_id
 from labkit.summarize.middleware import SummarizeMiddleware
 from labkit.summarize.policy import (
+                                     CONVERSATION_KEY,
                                      EVENTS_KEY,
                                      FALLBACK_KEEP,
                                      FALLBACK_TRIGGER,
@@ -34,6 +35,7 @@ from labkit.summarize.policy import (
 )
 
 __all__ = [
+    "CONVERSATION_KEY",
     "EVENTS_KEY",
     "FALLBACK_KEEP",
     "FALLBACK_TRIGGER",

@@ -46,6 +46,7 @@ from labkit.summarize.archive import (
     write_section,
 )
 from labkit.summarize.policy import (
+    CONVERSATION_KEY,
     EVENTS_KEY,
     MANUAL_TOOL,
     SUMMARY_METADATA,
@@ -64,9 +65,6 @@ from labkit.tokens import TokenCounter, encoding
 from labkit.trace import RunningMeasure
 
 __all__ = ["SummarizeMiddleware", "is_overflow"]  # is_overflow: labkit.errors's, as before
-
-
-CONVERSATION_KEY = "_labkit_conversation"
 
 
 class _State(FilesystemState):

@@ -22,6 +22,7 @@ from labkit import prompts
 from labkit._sizes import size_threshold
 
 __all__ = [
+    "CONVERSATION_KEY",
     "EVENTS_KEY",
     "FALLBACK_KEEP",
     "FALLBACK_TRIGGER",
@@ -47,6 +48,7 @@ __all__ = [
 ]
 
 EVENTS_KEY = "_labkit_compactions"
+CONVERSATION_KEY = "_labkit_conversation"  # the conversation's id, drawn once (archive sections)
 SUMMARY_TAGS = ["nostream", "labkit:summary"]
 SUMMARY_METADATA = {"lc_source": "summarization"}
 MANUAL_TOOL = "compact_conversation"
