@@ -20,6 +20,7 @@ from typing import Any
 
 from langchain.agents.middleware import AgentMiddleware, ModelRequest
 from langchain_core.messages import AIMessage, BaseMessage
+from langgraph.config import get_config
 
 from labkit._token_cache import tool_calls_of
 from labkit.errors import is_overflow
@@ -64,7 +65,7 @@ class CallRecord:
     ``state["messages"]`` (no system prompt, no tool schemas); ``reply`` is the text the model
     returned (``None`` for a refused or replayed call); ``overflow`` says the error was a context
     overflow, as ``labkit.errors.is_overflow`` recognises one; ``request`` is the request itself when the
-    Recorder keeps them. Notebook 03."""
+    Recorder keeps them; ``thread`` and ``agent`` say whose call it was. Notebook 03."""
 
     index: int
     turn: int
@@ -81,11 +82,24 @@ class CallRecord:
     tool_calls: list[str] = field(default_factory=list)
     reply: str | None = field(default=None, compare=False)
     request: Request | None = field(default=None, repr=False, compare=False)
+    thread: str | None = None  # the call's thread id and agent (one Recorder may serve many)
+    agent: str | None = None
 
     @property
     def saved(self) -> int:
         """Tokens kept out of this call by context management (stored - seen, tools aside)."""
         return self.stored - (self.seen - self.by_kind["system"] - self.by_kind["tools"])
+
+
+def _whose() -> dict[str, str | None]:
+    """The thread id and agent name of the model call running now (langgraph's config)."""
+    try:
+        config = get_config()
+    except RuntimeError:  # called outside a graph
+        return {"thread": None, "agent": None}
+    thread = (config.get("configurable") or {}).get("thread_id")
+    return {"thread": None if thread is None else str(thread),
+            "agent": (config.get("metadata") or {}).get("lc_agent_name")}
 
 
 def measure(messages: list[BaseMessage], system: BaseMessage | None = None,
@@ -198,15 +212,18 @@ def compactions(run_or_records) -> list[tuple[int, int]]:
     summary itself not counted). Notebook 09.
 
     Read from the records alone — a ``scenario.Run``'s, a ``replay.Replay``'s or a list — so it
-    works for any middleware that marks its summary (labkit's, langchain's, deepagents'). A refused
+    works for any middleware that marks its summary (labkit's, langchain's, deepagents'); threads
+    and agents that share a Recorder are told apart by their records' ``thread``. A refused
     call does not count: the model never read that summary (a replayed run that dies on its last
     compaction has no mark for it).
     """
     out: list[tuple[int, int]] = []
+    last: dict = {}  # the latest cut of each thread and agent: one Recorder may serve several
     for r in getattr(run_or_records, "records", run_or_records):
-        cut = r.messages_stored - (r.messages_seen - 1)
-        if r.by_kind["summary"] and not r.error and (not out or out[-1][1] != cut):
+        cut, whose = r.messages_stored - (r.messages_seen - 1), (r.thread, r.agent)
+        if r.by_kind["summary"] and not r.error and last.get(whose) != cut:
             out.append((r.index, cut))
+            last[whose] = cut
     return out
 
 
@@ -285,6 +302,7 @@ class Recorder(AgentMiddleware):
             messages_stored=len(stored_msgs),
             messages_seen=len(messages),
             request=Request(messages, system, tools) if self.keep_requests else None,
+            **_whose(),
         )
         self.records.append(rec)
         return rec

@@ -262,3 +262,24 @@ def test_json_of_an_archive_head_is_one_line():
     text = archive_section(REAL, 1, 0, FIXED, section="cccccccccccc-1")
     heads = [line for line in text.splitlines() if line.startswith('{"type": ')]
     assert len(heads) == len(REAL) and all(json.loads(h) for h in heads), "one JSON head per message"
+
+
+# -- 6. one Recorder, many threads ----------------------------------------------------------------
+
+
+def test_compactions_are_counted_per_thread_when_one_agent_serves_several():
+    """agent.batch over eight threads with one Recorder: every compaction of every thread is
+    counted — before, records carried no thread, and interleaved threads hid each other's."""
+    from labkit import Recorder, trace
+
+    recorder = Recorder()
+    model = Scripted(messages=iter([AIMessage("ok")] * 200))
+    agent = create_agent(model, tools=[], checkpointer=InMemorySaver(),
+                         middleware=[summarizer(trigger=("messages", 3), keep=("messages", 1)), recorder])
+    threads = [f"t{k}" for k in range(8)]
+    for round_ in range(3):
+        agent.batch([{"messages": [HumanMessage(f"{t} q{round_}")]} for t in threads],
+                    [config(t) for t in threads])
+    events = sum(len(events_of(agent.get_state(config(t)).values)) for t in threads)
+    assert {r.thread for r in recorder.records} == set(threads), "each record names its thread"
+    assert len(trace.compactions(recorder.records)) == events, "every thread's compactions counted"
