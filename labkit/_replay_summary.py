@@ -13,10 +13,11 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from langchain_core.messages import BaseMessage, get_buffer_string
+from langchain_core.messages import BaseMessage
 
 from labkit.model import merge, summary_facts, write_summary
 from labkit.summarize import Event, summary_parts, summary_prompt
+from labkit.summarize.policy import prompt_text
 
 __all__ = ["PIECES", "Memo", "by_pieces", "carried", "split_pieces", "summary", "xml_text"]
 
@@ -58,7 +59,7 @@ class Memo:
 
 def xml_text(message: BaseMessage) -> str:
     """A message as the summary prompt renders it."""
-    return get_buffer_string([message], format="xml")
+    return prompt_text(message)
 
 
 def summary(t: Any, shown: list[BaseMessage], last: Event | None, cut: int,

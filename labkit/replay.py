@@ -28,7 +28,7 @@ from labkit.model import summary_facts
 from labkit.scenario import needle
 from labkit.summarize import Event, SummarizeMiddleware, archive_path, next_fold, summary_message
 from labkit.summarize.archive import conversation_key, section_of
-from labkit.summarize.policy import CONVERSATION_KEY, fold_due
+from labkit.summarize.policy import CONVERSATION_KEY, fold_due, message_key
 from labkit.tokens import PRICES, TOKENS_PER_MESSAGE, TokenCounter, cost, message_text
 from labkit.trace import KINDS, MESSAGE_KINDS, CallRecord, compaction_marks, kind_of
 
@@ -251,7 +251,8 @@ class _Session:
         kept = planned.shown[planned.cut] if planned.cut < len(planned.shown) else None
         event = Event(cut=planned.absolute, summary=text, archive=self.path, created_at=n, number=number,
                       reason=reason, section=section_of(self.t.conversation, number),
-                      folded_to=planned.folded[-1].id, kept_from=getattr(kept, "id", None))
+                      folded_to=message_key(planned.folded[-1]),
+                      kept_from=None if kept is None else message_key(kept))
         self.events.append(event)
         self.cut = event.cut
         self.event_calls.append(i)

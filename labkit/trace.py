@@ -12,6 +12,7 @@ the provider's own tokenizer) — ``usage_metadata`` is the number a provider bi
 
 from __future__ import annotations
 
+import hashlib
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -82,8 +83,10 @@ class CallRecord:
     tool_calls: list[str] = field(default_factory=list)
     reply: str | None = field(default=None, compare=False)
     request: Request | None = field(default=None, repr=False, compare=False)
-    thread: str | None = None  # the call's thread id and agent (one Recorder may serve many)
+    thread: str | None = None  # the call's thread id and agent (one Recorder may serve many) ...
     agent: str | None = None
+    scope: str | None = None  # ... and which run of that agent (two children of one type differ)
+    summary: str | None = None  # a hash of the summary in view, if any: a new one is a compaction
 
     @property
     def saved(self) -> int:
@@ -92,14 +95,24 @@ class CallRecord:
 
 
 def _whose() -> dict[str, str | None]:
-    """The thread id and agent name of the model call running now (langgraph's config)."""
+    """The thread id, agent name and run (its graph namespace, less the node's own step) of the
+    model call running now, from langgraph's config."""
     try:
         config = get_config()
     except RuntimeError:  # called outside a graph
-        return {"thread": None, "agent": None}
-    thread = (config.get("configurable") or {}).get("thread_id")
+        return {"thread": None, "agent": None, "scope": None}
+    configurable = config.get("configurable") or {}
+    thread, ns = configurable.get("thread_id"), str(configurable.get("checkpoint_ns") or "")
     return {"thread": None if thread is None else str(thread),
-            "agent": (config.get("metadata") or {}).get("lc_agent_name")}
+            "agent": (config.get("metadata") or {}).get("lc_agent_name"),
+            "scope": ns.rsplit("|", 1)[0] if "|" in ns else ""}
+
+
+def _summary_key(messages: list[BaseMessage]) -> str | None:
+    """Twelve hex characters naming the first summary message in a request."""
+    found = next((m for m in messages if kind_of(m) == "summary"), None)
+    return None if found is None else hashlib.sha256(
+        message_text(found).encode("utf-8", "surrogatepass")).hexdigest()[:12]
 
 
 def measure(messages: list[BaseMessage], system: BaseMessage | None = None,
@@ -218,12 +231,13 @@ def compactions(run_or_records) -> list[tuple[int, int]]:
     compaction has no mark for it).
     """
     out: list[tuple[int, int]] = []
-    last: dict = {}  # the latest cut of each thread and agent: one Recorder may serve several
+    last: dict = {}  # the latest summary (or cut) of each thread and run: a Recorder may serve many
     for r in getattr(run_or_records, "records", run_or_records):
-        cut, whose = r.messages_stored - (r.messages_seen - 1), (r.thread, r.agent)
-        if r.by_kind["summary"] and not r.error and last.get(whose) != cut:
+        cut, whose = r.messages_stored - (r.messages_seen - 1), (r.thread, r.agent, r.scope)
+        mark = r.summary or cut  # a removed message moves the cut, not the summary
+        if r.by_kind["summary"] and not r.error and last.get(whose) != mark:
             out.append((r.index, cut))
-            last[whose] = cut
+            last[whose] = mark
     return out
 
 
@@ -302,7 +316,7 @@ class Recorder(AgentMiddleware):
             messages_stored=len(stored_msgs),
             messages_seen=len(messages),
             request=Request(messages, system, tools) if self.keep_requests else None,
-            **_whose(),
+            **_whose(), summary=_summary_key(messages) if by["summary"] else None,
         )
         self.records.append(rec)
         return rec

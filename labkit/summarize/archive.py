@@ -21,7 +21,7 @@ import os
 import re
 import secrets
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -36,6 +36,7 @@ from langgraph.config import get_config
 
 from labkit._paths import HISTORY_DIR
 from labkit.offload import safe_name
+from labkit.summarize.policy import message_key
 
 RAW = "$raw"  # a string lifted out of a message's JSON, written raw below it
 
@@ -58,8 +59,9 @@ def new_conversation() -> str:
 
 
 def fold_key(messages: Sequence[BaseMessage]) -> str:
-    """Twelve hex characters naming what a compaction folded: a redo folds the same messages."""
-    names = [f"id:{m.id}" if m.id else f"{m.type}:{m.text}" for m in messages]
+    """Twelve hex characters naming what a compaction folded (ids and contents): a redo folds
+    the same messages; a fork that edited one folds others."""
+    names = [message_key(m) or f"{m.type}:{m.text}" for m in messages]
     return hashlib.sha256("\x00".join(names).encode("utf-8", "surrogatepass")).hexdigest()[:12]
 
 
@@ -108,11 +110,16 @@ def _drop(value: Any, raws: list[str], key: str) -> Any:
     return value
 
 
+def _empty(value: Any) -> bool:
+    """A field the message class fills in again when it is left out (never an artifact's array)."""
+    return value is None or isinstance(value, (dict, list)) and not value
+
+
 def _message(message: BaseMessage, nonce: str) -> str:
     raws: list[str] = []
     whole = message_to_dict(message)  # what is left out below is what the class fills in again
     data = {k: v for k, v in whole["data"].items()
-            if k == "content" or k != "type" and v not in (None, {}, [])}
+            if k == "content" or k != "type" and not _empty(v)}
     head = json.dumps(_lift({"type": whole["type"], "data": data}, raws, f"{RAW} {nonce}"),
                       ensure_ascii=False, default=repr)
     body = "".join(f'<raw nonce="{nonce}">\n{raw}\n</raw nonce="{nonce}">\n' for raw in raws)
@@ -212,7 +219,15 @@ _LOCKS_GUARD = threading.Lock()
 
 def _file_of(backend: Any, path: str) -> tuple[tuple, Path | None]:
     """What a write goes to, whatever object reaches it: a real file for a ``FilesystemBackend``
-    (however many backend objects point at its folder), a store's key, or else the backend."""
+    (however many backend objects point at its folder, through a ``CompositeBackend`` too), a
+    store's key, or else the backend."""
+    route = getattr(backend, "_get_backend_and_key", None)
+    if callable(route):  # deepagents' CompositeBackend: the backend the path is routed to
+        try:
+            inner, key = route(path)
+            return _file_of(inner, key)
+        except Exception:  # noqa: S110 - the write itself reports a path it refuses
+            pass
     resolve = getattr(backend, "_resolve_path", None)
     if callable(resolve):
         try:
@@ -220,9 +235,13 @@ def _file_of(backend: Any, path: str) -> tuple[tuple, Path | None]:
             return ("file", str(real)), real
         except Exception:  # noqa: S110 - a path it refuses fails again at the write, with its error
             pass
-    store = getattr(backend, "_store", None)
-    if store is not None:
-        return ("store", id(store), path), None
+    if hasattr(backend, "_store"):  # a StoreBackend: its store, or the graph's when it has none
+        try:
+            store = backend._get_store()
+        except Exception:
+            store = None
+        if store is not None:
+            return ("store", id(store), path), None
     return ("backend", id(backend), path), None
 
 
@@ -237,7 +256,7 @@ def _locked(backend: Any, path: str):
 
 @contextlib.contextmanager
 def _folder_lock(real: Path | None):
-    """Across processes: an exclusive ``flock`` on the archive's folder (not on POSIX: none)."""
+    """Across processes: an exclusive ``flock`` on the archive's folder (without fcntl: none)."""
     if real is None or fcntl is None:
         yield
         return
@@ -250,22 +269,30 @@ def _folder_lock(real: Path | None):
         os.close(fd)  # closing releases the lock
 
 
-def write_section(backend: Any, path: str, section: str, text: str, fold: str | None = None) -> Any:
+def write_section(backend: Any, path: str, section: str, text: str, fold: str | None = None,
+                  restore: Callable[[set[str]], str] | None = None) -> Any:
     """Put ``text`` in the archive at ``path`` as section ``section``: ``None``, the error,
     or :data:`TAKEN`. An archive that cannot be read is never overwritten; writers of one file
     never interleave their read and write — in this process whatever backend object they hold,
     and across processes on a ``FilesystemBackend``; a write another writer undid is reported
-    (re-read after writing). Notebook 09."""
-    with _locked(backend, path):
-        return _write_section(backend, path, section, text, fold)
+    (re-read after writing). ``restore`` is given the ids of the sections the file holds and
+    returns any to add back first. Notebook 09."""
+    try:
+        with _locked(backend, path):
+            return _write_section(backend, path, section, text, fold, restore)
+    except OSError as e:  # the folder cannot be made or locked (a file in its place, read-only)
+        return e
 
 
-def _write_section(backend: Any, path: str, section: str, text: str, fold: str | None) -> Any:
+def _write_section(backend: Any, path: str, section: str, text: str, fold: str | None,
+                   restore: Callable[[set[str]], str] | None) -> Any:
     try:
         found = backend.download_files([path])[0]
         if found.error not in (None, "file_not_found"):
             return found.error
         old = found.content.decode("utf-8") if found.content else ""
+        if restore is not None:
+            old += restore({s.id for s in read_archive(old)})
         new = with_section(old, section, text, fold)
         if new is None:
             return TAKEN

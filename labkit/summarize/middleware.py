@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import warnings
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict
 from typing import Annotated, Any, NotRequired
 
@@ -22,17 +22,23 @@ from deepagents.backends import StateBackend
 from deepagents.middleware.filesystem import FilesystemState
 from langchain.agents.middleware import AgentMiddleware
 from langchain.agents.middleware.types import ExtendedModelResponse, PrivateStateAttr
-from langchain.chat_models import init_chat_model
 from langchain.tools import ToolRuntime
 from langchain_core.exceptions import ContextOverflowError
-from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+from langchain_core.messages import BaseMessage, HumanMessage, ToolMessage
 from langchain_core.tools import StructuredTool
 from langgraph.types import Command
 
 from labkit import prompts
 from labkit._sizes import check_fraction, check_limit, check_size, size_threshold
 from labkit.errors import is_overflow
+from labkit.summarize._helpers import (
+    chat_model,
+    conversation_of,
+    first_call,
+    minted,
+    refuse_shared_ids,
+    restored,
+)
 from labkit.summarize.archive import (
     TAKEN,
     archive_owner,
@@ -48,7 +54,6 @@ from labkit.summarize.archive import (
 from labkit.summarize.policy import (
     CONVERSATION_KEY,
     EVENTS_KEY,
-    MANUAL_TOOL,
     SUMMARY_METADATA,
     SUMMARY_TAGS,
     Event,
@@ -56,9 +61,9 @@ from labkit.summarize.policy import (
     current,
     defaults,
     events_of,
+    message_key,
     next_fold,
     summary_prompt,
-    view,
     view_of,
 )
 from labkit.tokens import TokenCounter, encoding
@@ -103,7 +108,7 @@ class SummarizeMiddleware(AgentMiddleware):
                  gate: float = 0.5, window: int | None = None,
                  clock: Callable[[], dt.datetime] | None = None) -> None:
         super().__init__()
-        model = _chat_model(model)
+        model = chat_model(model)
         default_trigger, default_keep = defaults(model)
         profile = getattr(model, "profile", None)
         self.window = check_limit("window", window, allow_none=False) if window is not None else (
@@ -146,12 +151,14 @@ class SummarizeMiddleware(AgentMiddleware):
                 stored: Sequence[BaseMessage] = (), conversation: str | None = None) -> Event | None:
         """Fold what ``keep`` allows now (the trigger aside) into a new event, or ``None`` if the
         cut cannot move forward. ``stored`` and ``conversation``: see :meth:`make_event`."""
-        return self.make_event(self._next(messages, events, forced=True), messages, events, reason, stored,
+        return self.make_event(self._next(messages, events, forced=True, stored=stored), messages, events,
+                               reason, stored,
                                conversation)
 
-    def _next(self, messages, events, request_tokens: int = 0, forced: bool = False) -> Fold | None:
+    def _next(self, messages, events, request_tokens: int = 0, forced: bool = False,
+              stored: Sequence[BaseMessage] = ()) -> Fold | None:
         return next_fold(messages, events, request_tokens, trigger=self.trigger, keep=self.keep,
-                         window=self.window, count=self.counter.message, forced=forced)
+                         window=self.window, count=self.counter.message, forced=forced, stored=stored or None)
 
     def make_event(self, planned: Fold | None, messages: Sequence[BaseMessage], events: list[Event],
                    reason: str, stored: Sequence[BaseMessage] = (), conversation: str | None = None
@@ -166,13 +173,13 @@ class SummarizeMiddleware(AgentMiddleware):
         folded = as_stored(planned.folded, stored)
         number = len(events) + 1
         path, section = self._archive(folded, number, planned.absolute - len(folded),
-                                      _conversation(events, conversation))
+                                      conversation_of(events, conversation), events, stored or messages)
         summary = self._summarize(planned.shown[:planned.cut])
-        kept = planned.shown[planned.cut] if planned.cut < len(planned.shown) else None
+        kept = as_stored(planned.shown[planned.cut:planned.cut + 1], stored)
         return Event(cut=planned.absolute, summary=summary, archive=path, created_at=len(messages),
                      number=number, reason=reason, section=section,
-                     folded_to=folded[-1].id if folded else None,
-                     kept_from=kept.id if kept is not None else None)
+                     folded_to=message_key(folded[-1]) if folded else None,
+                     kept_from=message_key(kept[0]) if kept else None)
 
     def _summarize(self, messages: Sequence[BaseMessage]) -> str:
         """Ask the model for the summary. If the prompt itself overflows the summarizer, retry once
@@ -198,10 +205,11 @@ class SummarizeMiddleware(AgentMiddleware):
         return (enc.decode(ids[:head]) + "\n[... middle of the history omitted: it is in the archive ...]\n"
                 + enc.decode(ids[-tail:]))
 
-    def _archive(self, folded: Sequence[BaseMessage], number: int, first: int,
-                 conversation: str) -> tuple[str | None, str]:
+    def _archive(self, folded: Sequence[BaseMessage], number: int, first: int, conversation: str,
+                 events: Sequence[Event] = (), stored: Sequence[BaseMessage] = ()) -> tuple[str | None, str]:
         """Write the section: ``(the archive's path or None, the section's id)``. A section id
-        another fold holds (a fork of this conversation) gets a new conversation id."""
+        another fold holds (a fork of this conversation) gets a new conversation id; a section of
+        an earlier event that is missing from the file is written again from state."""
         fold, section = fold_key(folded), section_of(conversation, number)
         if not self.archive:  # asked for no archive: nothing to write, nothing to warn about
             return None, section
@@ -210,7 +218,10 @@ class SummarizeMiddleware(AgentMiddleware):
         for _ in range(3):
             path = archive_path(thread, agent, conversation)
             text = archive_section(folded, number, first, when, section=section, fold=fold)
-            error = write_section(self.backend, path, section, text, fold)
+            def restore(present, path=path):
+                return restored(events, stored, path, present, when)
+
+            error = write_section(self.backend, path, section, text, fold, restore=restore)
             if error != TAKEN:
                 break
             conversation = new_conversation()
@@ -225,23 +236,24 @@ class SummarizeMiddleware(AgentMiddleware):
 
     def _before(self, request, events: list[Event]) -> tuple[list, list, list[Event]]:
         """The messages, the view to send and any new event: compact first past the trigger."""
-        messages = list(request.messages)
-        _refuse_shared_ids(messages)
-        shown = view_of(messages, events)
+        messages, stored = list(request.messages), state_messages(request)
+        refuse_shared_ids(messages)
+        shown = view_of(messages, events, stored)
         new: list[Event] = []
         tokens = self.request_tokens(shown, request.system_message, request.tools or ())
-        planned = self._next(messages, events, tokens)
+        planned = self._next(messages, events, tokens, stored=stored)
         event = None if planned is None else self.make_event(planned, messages, events, "trigger",
-                                                             state_messages(request), _minted(request))
+                                                             stored, minted(request))
         if event:
             new.append(event)
-            shown = view(messages, event)
+            shown = view_of(messages, [event], stored)
         return messages, shown, new
 
     def _on_overflow(self, error: Exception, messages, events: list[Event],
                      stored: Sequence[BaseMessage] = (), conversation: str | None = None) -> Event:
         """The event that makes room after an overflow — or the error, saying nothing can."""
-        event = self.make_event(self._next(messages, events, forced=True), messages, events, "overflow",
+        event = self.make_event(self._next(messages, events, forced=True, stored=stored), messages, events,
+                                "overflow",
                                 stored, conversation)
         if event is None:
             raise ContextOverflowError(f"{error} — and nothing is left to compact "
@@ -272,8 +284,9 @@ class SummarizeMiddleware(AgentMiddleware):
             if not is_overflow(error):
                 raise
             new.append(self._on_overflow(error, messages, events + new, state_messages(request),
-                                         _minted(request)))
-            response = handler(request.override(messages=view(messages, new[-1])))
+                                         minted(request)))
+            response = handler(request.override(
+                messages=view_of(messages, new[-1:], state_messages(request))))
         return self._result(response, events, new)
 
     async def awrap_model_call(self, request, handler):
@@ -286,8 +299,9 @@ class SummarizeMiddleware(AgentMiddleware):
             if not is_overflow(error):
                 raise
             new.append(await asyncio.to_thread(self._on_overflow, error, messages, events + new,
-                                               state_messages(request), _minted(request)))
-            response = await handler(request.override(messages=view(messages, new[-1])))
+                                               state_messages(request), minted(request)))
+            response = await handler(request.override(
+                messages=view_of(messages, new[-1:], state_messages(request))))
         return self._result(response, events, new)
 
     # -- the manual tool -----------------------------------------------------------------------
@@ -310,7 +324,7 @@ class SummarizeMiddleware(AgentMiddleware):
             for word. Use it at a task boundary, when the context is long."""
             state = runtime.state
             messages, events = list(state["messages"]), events_of(state)
-            first = _first_call(messages, runtime.tool_call_id)
+            first = first_call(messages, runtime.tool_call_id)
             if first != runtime.tool_call_id:
                 text = prompts.COMPACT_TWICE.format(first=first)
                 return Command(update={"messages": [ToolMessage(
@@ -331,66 +345,3 @@ class SummarizeMiddleware(AgentMiddleware):
             return Command(update=update)
 
         return StructuredTool.from_function(compact_conversation)
-
-
-# -- helpers of the middleware --------------------------------------------------------------------
-
-
-def _chat_model(model: Any) -> BaseChatModel:
-    """The summarizer, checked when the middleware is built: a chat model, or a
-    ``"provider:model"`` string resolved by langchain's ``init_chat_model`` (as deepagents does)."""
-    if isinstance(model, str):
-        if not model.strip():
-            raise ValueError("SummarizeMiddleware needs a summarizer: a chat model or a 'provider:model' "
-                             f"string, not an empty name ({model!r})")
-        try:
-            built = init_chat_model(model)
-        except Exception as e:
-            raise ValueError(f"SummarizeMiddleware could not build the summarizer {model!r}: {e}") from e
-        if not isinstance(built, BaseChatModel):  # langchain defers an incomplete name to call time
-            raise ValueError(f"SummarizeMiddleware could not build the summarizer {model!r}: langchain "
-                             f"made a {type(built).__name__} with no model chosen; name one as "
-                             "'provider:model'")
-        return built
-    if not isinstance(model, BaseChatModel):
-        raise TypeError(f"SummarizeMiddleware needs a chat model to write summaries (a BaseChatModel "
-                        f"or a 'provider:model' string), got {type(model).__name__}: {model!r:.60}")
-    return model
-
-
-def _conversation(events: Sequence[Event], minted: str | None) -> str:
-    """The conversation a new compaction belongs to: the latest section's (a fork that had to draw
-    a new id keeps it), else the id drawn before the first call, else a new one."""
-    for event in reversed(events):
-        if event.section:
-            return event.section.rsplit("-", 1)[0]
-    return minted or new_conversation()
-
-
-def _minted(request: Any) -> str | None:
-    state = getattr(request, "state", None)
-    return state.get(CONVERSATION_KEY) if isinstance(state, Mapping) else None
-
-
-def _refuse_shared_ids(messages: Sequence[BaseMessage]) -> None:
-    """Two messages with one id would make one of them invisible to a cut found by id (and
-    langgraph's own reducer would merge them): refuse, naming the id."""
-    seen: set[str] = set()
-    for m in messages:
-        if m.id is None:
-            continue
-        if m.id in seen:
-            where = [j for j, x in enumerate(messages) if x.id == m.id]
-            raise ValueError(f"SummarizeMiddleware: messages {where} share the id {m.id!r}; give "
-                             "each message its own id (langgraph's "
-                             "add_messages does, and replaces a message sent again with the same id)")
-        seen.add(m.id)
-
-
-def _first_call(messages: Sequence[BaseMessage], tool_call_id: str) -> str:
-    """The id of the first ``compact_conversation`` call in the AI message that made this one
-    (the call's own id when it is the first, or when the message is not found)."""
-    for m in reversed(messages):
-        if isinstance(m, AIMessage) and any(tc.get("id") == tool_call_id for tc in m.tool_calls):
-            return next(tc["id"] for tc in m.tool_calls if tc["name"] == MANUAL_TOOL)
-    return tool_call_id

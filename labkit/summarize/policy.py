@@ -12,9 +12,12 @@ from __future__ import annotations
 
 import bisect
 import functools
+import hashlib
+import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
+from xml.sax.saxutils import escape, quoteattr
 
 from langchain_core.messages import BaseMessage, HumanMessage, ToolMessage, get_buffer_string
 
@@ -37,7 +40,9 @@ __all__ = [
     "defaults",
     "events_of",
     "fold_due",
+    "message_key",
     "next_fold",
+    "prompt_text",
     "safe_cut",
     "should_compact",
     "summary_message",
@@ -62,7 +67,8 @@ class Event:
     earlier summaries) are archived in ``archive``, in the section whose id is ``section``.
     ``created_at`` is the number of messages in state when it happened; ``number`` counts
     compactions in the conversation. ``cut`` is a position; ``folded_to`` and ``kept_from`` find
-    it again by message id after an application removed messages (:func:`cut_in`). Notebook 09."""
+    it again by message (id and content) after an application removed messages (:func:`cut_in`).
+    Notebook 09."""
 
     cut: int
     summary: str
@@ -71,7 +77,7 @@ class Event:
     number: int
     reason: str = "trigger"  # "trigger", "overflow" or "manual"
     section: str | None = None
-    folded_to: str | None = None  # the id of the last message folded ...
+    folded_to: str | None = None  # the key (message_key) of the last message folded ...
     kept_from: str | None = None  # ... and of the first kept: where the cut is, by identity
 
 
@@ -167,15 +173,17 @@ class Fold:
 
 def next_fold(messages: Sequence[BaseMessage], events: Sequence[Event], request_tokens: int, *,
               trigger: tuple, keep: tuple, window: int | None, count: Callable[[BaseMessage], int],
-              forced: bool = False) -> Fold | None:
+              forced: bool = False, stored: Sequence[BaseMessage] | None = None) -> Fold | None:
     """The compaction decision for one model call: should it compact, and what does it fold?
 
     Before the call it compacts once the request (``request_tokens``, or the messages in view)
     reaches ``trigger``; ``forced`` (after an overflow, or by hand) skips that test. ``None``: the
     call goes out as it is — or nothing can be folded. :class:`SummarizeMiddleware` and
-    ``labkit.replay`` both ask this function, so the two cannot drift apart. Notebook 07.
+    ``labkit.replay`` both ask this function, so the two cannot drift apart. ``stored``: the same
+    messages as state holds them, where the cut is found (an outer middleware may have changed
+    the copies it was handed). Notebook 07.
     """
-    last, base = current(messages, events)
+    last, base = current(_basis(messages, stored), events)
     if not fold_due(len(messages), last, request_tokens, trigger, window, forced, base):
         return None
     shown = _view(messages, last, base)
@@ -186,22 +194,46 @@ def next_fold(messages: Sequence[BaseMessage], events: Sequence[Event], request_
     return Fold(shown, start, cut, base + (cut - start))
 
 
+def message_key(message: BaseMessage) -> str | None:
+    """A message's id and a hash of its content and tool call ids — ``None`` without an id: an
+    application that reuses an id after a reset has not made the old message come back."""
+    if not message.id:
+        return None
+    known = _KEYS.get(id(message))
+    if known is not None and known[0] is message:
+        return known[1]  # the same object again (every call sends the same messages): no rehash
+    calls = [tc.get("id") for tc in getattr(message, "tool_calls", None) or []]
+    body = json.dumps([message.content, calls], sort_keys=True, default=repr, ensure_ascii=False)
+    key = f"{message.id}#{hashlib.sha256(body.encode('utf-8', 'surrogatepass')).hexdigest()[:10]}"
+    if len(_KEYS) > 4096:
+        _KEYS.clear()
+    _KEYS[id(message)] = (message, key)
+    return key
+
+
+_KEYS: dict[int, tuple[BaseMessage, str]] = {}  # id(message) -> (message, its key): a message is not edited
+
+
 def cut_in(messages: Sequence[BaseMessage], event: Event) -> int | None:
-    """Where ``event``'s cut falls in ``messages`` now. Notebook 09.
+    """Where ``event``'s cut falls in ``messages`` (as state holds them) now. Notebook 09.
 
     By identity when the event knows its boundary: just after its last folded message, or else
     just before its first kept one — wherever an application's ``RemoveMessage`` moved them.
-    ``None`` when neither is there any more (``REMOVE_ALL_MESSAGES`` reset the thread): the event
-    no longer applies. An event without ids (made outside a graph) keeps its position."""
+    ``None`` when neither is there any more (``REMOVE_ALL_MESSAGES`` reset the thread, even if the
+    new messages reuse the old ids): the event no longer applies. An event made from messages
+    without ids keeps its position."""
     if event.folded_to is None and event.kept_from is None:
         return min(event.cut, len(messages))
-    if 0 < event.cut <= len(messages) and messages[event.cut - 1].id == event.folded_to:
+    if event.folded_to is not None and 0 < event.cut <= len(messages) \
+            and message_key(messages[event.cut - 1]) == event.folded_to:
         return event.cut  # nothing before the cut was removed: the common case, one comparison
+    wanted = {k.split("#")[0]: k for k in (event.folded_to, event.kept_from) if k}
     kept = None
     for i in range(len(messages) - 1, -1, -1):
-        if event.folded_to is not None and messages[i].id == event.folded_to:
+        key = message_key(messages[i]) if messages[i].id in wanted else None
+        if key is not None and key == event.folded_to:
             return i + 1
-        if event.kept_from is not None and messages[i].id == event.kept_from:
+        if key is not None and key == event.kept_from:
             kept = i
     return kept
 
@@ -217,11 +249,17 @@ def current(messages: Sequence[BaseMessage], events: Sequence[Event]) -> tuple[E
     return None, 0
 
 
-def view_of(messages: Sequence[BaseMessage], events: Sequence[Event]) -> list[BaseMessage]:
+def view_of(messages: Sequence[BaseMessage], events: Sequence[Event],
+            stored: Sequence[BaseMessage] | None = None) -> list[BaseMessage]:
     """What the model is sent under a run's compaction ``events``: :func:`view` of the one that
-    applies (:func:`current`). Notebook 09."""
-    event, cut = current(messages, events)
+    applies (:func:`current`; ``stored`` as in :func:`next_fold`). Notebook 09."""
+    event, cut = current(_basis(messages, stored), events)
     return _view(messages, event, cut)
+
+
+def _basis(messages: Sequence[BaseMessage], stored: Sequence[BaseMessage] | None) -> Sequence[BaseMessage]:
+    """Where to look for a cut: state's messages when they line up with the request's."""
+    return stored if stored is not None and len(stored) == len(messages) else messages
 
 
 def view(messages: Sequence[BaseMessage], event: Event | None) -> list[BaseMessage]:
@@ -265,8 +303,45 @@ def summary_parts(event: Event) -> tuple[str, str]:
 def summary_prompt(messages: Sequence[BaseMessage], keep_figures: bool = False) -> str:
     """The prompt sent to the summarizer: the four sections, then the history as XML. Notebook 10."""
     fidelity = prompts.KEEP_FIGURES if keep_figures else ""
-    return prompts.SUMMARY_PROMPT.format(messages=get_buffer_string(list(messages), format="xml"),
-                                         fidelity=fidelity)
+    return prompts.SUMMARY_PROMPT.format(messages="\n".join(map(prompt_text, messages)), fidelity=fidelity)
+
+
+def prompt_text(message: BaseMessage) -> str:
+    """A message as the summary prompt renders it: langchain's XML (``get_buffer_string``), with
+    what that leaves out put back — a message's ``name``, a tool result's error status, thinking
+    and reasoning, and text-plain blocks past 500 characters, whole. Notebook 10."""
+    xml = get_buffer_string([message], format="xml")
+    extra = {"name": message.name, "status": "error" if getattr(message, "status", None) == "error" else None}
+    attrs = "".join(f" {k}={quoteattr(v)}" for k, v in extra.items() if v)
+    blocks = message.content if isinstance(message.content, list) else []
+    thoughts = [t for b in blocks if isinstance(b, dict) for t in _thought(b)]
+    thoughts += [b["reasoning"] for b in _standard(message)
+                 if b.get("type") == "reasoning" and b.get("reasoning")]
+    plain = [b["text"] for b in blocks if isinstance(b, dict) and b.get("type") == "text-plain"
+             and len(b.get("text") or "") > 500]
+    if not (attrs or thoughts or plain):
+        return xml
+    head = xml.index(">")
+    inner = "".join(f"\n  <thinking>{escape(t)}</thinking>" for t in dict.fromkeys(thoughts))
+    inner += "".join(f"\n  <text-plain>{escape(t)}</text-plain>" for t in plain)
+    return xml[:head] + attrs + ">" + inner + xml[head + 1:]
+
+
+def _thought(block: dict) -> list[str]:
+    if block.get("type") == "thinking" and block.get("thinking"):
+        return [block["thinking"]]
+    if block.get("type") == "reasoning":
+        return [s.get("text", "") for s in block.get("summary") or [] if s.get("text")] or (
+            [block["reasoning"]] if block.get("reasoning") else [])
+    return []
+
+
+def _standard(message: BaseMessage) -> list[dict]:
+    """langchain's standard blocks (they carry a provider's reasoning, e.g. DeepSeek's), or none."""
+    try:
+        return [b for b in message.content_blocks if isinstance(b, dict)]
+    except Exception:  # a content langchain cannot translate: the raw blocks were read above
+        return []
 
 
 def events_of(state: dict) -> list[Event]:

@@ -283,3 +283,145 @@ def test_compactions_are_counted_per_thread_when_one_agent_serves_several():
     events = sum(len(events_of(agent.get_state(config(t)).values)) for t in threads)
     assert {r.thread for r in recorder.records} == set(threads), "each record names its thread"
     assert len(trace.compactions(recorder.records)) == events, "every thread's compactions counted"
+
+
+def test_the_summarizer_is_shown_what_langchains_xml_leaves_out():
+    """Thinking, a provider's reasoning, a name, an error status and a long text-plain block reach
+    the summary prompt (langchain's get_buffer_string drops or cuts them)."""
+    from labkit.summarize import summary_prompt
+
+    plain = HumanMessage([{"type": "text-plain", "text": "p" * 700 + "END", "mime_type": "text/plain"}])
+    reasoning = AIMessage("x", additional_kwargs={"reasoning_content": "a provider's reasoning"},
+                          response_metadata={"model_provider": "deepseek"})
+    prompt = summary_prompt([*REAL[:3], plain, reasoning])
+    for said in ('name="ana"', "I should fetch both &amp; compare", 'status="error"', "p" * 700 + "END",
+                 "a provider&apos;s reasoning" if "&apos;" in prompt else "a provider's reasoning"):
+        assert said in prompt, f"the summarizer sees {said[:40]!r}"
+
+
+# -- cases an adversarial review found in the first version of this change --------------------------
+
+
+def test_ids_reused_after_a_reset_do_not_bring_the_old_summary_back():
+    """An app that numbers its messages per chat resets the thread and counts from 0 again: the
+    event found its boundary by id alone, sent the old summary and hid the new questions."""
+    model = Scripted(messages=iter([AIMessage("reply") for _ in range(40)]))
+    backend = MemoryBackend()
+    agent = create_agent(model, tools=[], checkpointer=InMemorySaver(),
+                         middleware=[summarizer(backend=backend, trigger=("messages", 6))])
+    for k in range(4):
+        agent.invoke({"messages": [HumanMessage(f"old question {k}", id=f"user-{k}")]}, config("r"))
+    agent.invoke({"messages": [RemoveMessage(id=REMOVE_ALL_MESSAGES),
+                               HumanMessage("new question 0", id="user-0")]}, config("r"))
+    for k in (1, 2):
+        agent.invoke({"messages": [HumanMessage(f"new question {k}", id=f"user-{k}")]}, config("r"))
+    sent = texts(model.seen[-1])
+    assert [t for t in sent if t.startswith("new question")] == [f"new question {k}" for k in range(3)], sent
+    assert not any("compacted" in t for t in sent), "no summary of the old chat"
+
+
+def test_a_fork_that_edits_a_folded_message_appends_its_own_section():
+    """Branch B corrects the first message (same id, new text) and compacts: a fold of other
+    contents, so branch A's section stays."""
+    model = Scripted(messages=iter([AIMessage(f"r{i}", id=f"r{i}") for i in range(20)]))
+    backend = MemoryBackend()
+    agent = create_agent(model, tools=[], checkpointer=InMemorySaver(),
+                         middleware=[summarizer(backend=backend, trigger=("messages", 5))])
+    agent.invoke({"messages": [HumanMessage("account 111", id="h0")]}, config("e"))
+    agent.invoke({"messages": [HumanMessage("h1", id="h1")]}, config("e"))
+    fork = agent.get_state(config("e")).config
+    agent.invoke({"messages": [HumanMessage("h2", id="h2")]}, config("e"))
+    fork_b = agent.update_state(fork, {"messages": [HumanMessage("account 222", id="h0")]})
+    agent.invoke({"messages": [HumanMessage("h2b", id="h2b")]}, fork_b)
+    held = [m.text for s in read_archive(backend.files[archive_path("e")]) for m in s.messages]
+    assert "account 111" in held and "account 222" in held, held
+
+
+def test_a_section_a_subagent_overwrote_is_written_again_from_state():
+    """compact_conversation beside task in one AI message: the child hands back its copy of the
+    parent's files and erases section 2; the next compaction writes it again, with a warning."""
+    from deepagents import create_deep_agent
+
+    def call(name, call_id, **args):
+        return {"name": name, "args": args, "id": call_id, "type": "tool_call"}
+
+    model = Scripted(messages=iter([
+        AIMessage("", tool_calls=[call("compact_conversation", "c1"),
+                                  call("task", "t1", description="Write notes.",
+                                       subagent_type="general-purpose")]),
+        AIMessage("", tool_calls=[call("write_file", "w1", file_path="/notes.md", content="child notes")]),
+        AIMessage("child done"), AIMessage("parent done")]))
+    agent = create_deep_agent(model=model, checkpointer=InMemorySaver(),
+                              middleware=[summarizer(manual_tool=True)])
+    with pytest.warns(UserWarning, match="section.s. of /conversation_history/T.md were missing"):
+        agent.invoke({"messages": turns("p0", "p1", "p2", "p3", "p4")}, config("T"))
+    state = agent.get_state(config("T")).values
+    held = {s.id for s in read_archive(state["files"][archive_path("T")]["content"])}
+    assert {e.section for e in events_of(state)} <= held, "every event's section is in the archive"
+
+
+def test_a_composite_backend_per_writer_locks_the_real_file(tmp_path):
+    from deepagents.backends import CompositeBackend
+
+    def writer(k: int) -> None:
+        disk = SlowDisk(root_dir=tmp_path, virtual_mode=True)
+        backend = CompositeBackend(default=MemoryBackend(), routes={"/conversation_history/": disk})
+        for n in range(1, 6):
+            section = f"{k:012x}-{n}"
+            assert write_section(backend, "/conversation_history/t.md", section, archive_section(
+                [HumanMessage(f"w{k} s{n}")], n, 0, FIXED, section=section)) is None
+
+    threads = [threading.Thread(target=writer, args=(k,)) for k in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(read_archive((tmp_path / "t.md").read_text(encoding="utf-8"))) == 40, "all forty sections"
+
+
+def test_an_archive_folder_that_cannot_be_made_is_a_warning_not_a_crash(tmp_path):
+    (tmp_path / "conversation_history").write_text("a file where the folder should be")
+    model = Scripted(messages=iter([AIMessage("ok")]))
+    disk = FilesystemBackend(root_dir=tmp_path, virtual_mode=True)
+    agent = create_agent(model, tools=[], checkpointer=InMemorySaver(), middleware=[summarizer(backend=disk)])
+    with pytest.warns(UserWarning, match="could not archive to /conversation_history/t.md"):
+        agent.invoke({"messages": turns("h0", "a1", "h2", "a3", "h4")}, config("t"))
+
+
+def test_an_artifact_with_no_truth_value_is_archived():
+    """An array-like artifact (numpy's has no truth value) once crashed the archive writer."""
+    class Ambiguous(list):
+        def __bool__(self):
+            raise ValueError("the truth value of an array is ambiguous")
+
+    tool_result = ToolMessage("measured", tool_call_id="c1", artifact=Ambiguous([1, 2]), id="t1")
+    text = archive_section([tool_result], 1, 0, FIXED, section="dddddddddddd-1")
+    (section,) = read_archive(text)
+    assert section.messages[0].artifact == [1, 2], "the artifact's values kept"
+
+
+def test_a_kept_message_found_by_id_when_the_folded_one_has_none():
+    """Outside a graph only some messages carry ids: the cut is found before the first kept one
+    (the fast path once compared two Nones and kept a stale position)."""
+    from labkit.summarize import view_of
+
+    mw = SummarizeMiddleware(LabModel(), trigger=("messages", 4), keep=("messages", 3), archive=False)
+    history = [HumanMessage("h0"), AIMessage("a1"), HumanMessage("h2"), AIMessage("a3"),
+               HumanMessage("h4", id="h4"), AIMessage("a5"), HumanMessage("h6", id="h6")]
+    event = mw.compact(history, [])
+    assert texts(view_of(history[2:], [event]))[1:] == ["h4", "a5", "h6"], "nothing after the fold hidden"
+
+
+def test_removing_a_folded_message_is_not_counted_as_a_compaction():
+    from labkit import Recorder, trace
+
+    model = Scripted(messages=iter([AIMessage(f"r{i}", id=f"r{i}") for i in range(40)]))
+    recorder = Recorder()
+    agent = create_agent(model, tools=[], checkpointer=InMemorySaver(),
+                         middleware=[summarizer(trigger=("messages", 8), keep=("messages", 3)), recorder])
+    for i in range(5):
+        agent.invoke({"messages": [HumanMessage(f"h{i}", id=f"h{i}")]}, config("c"))
+    agent.update_state(config("c"), {"messages": [RemoveMessage(id="h0")]})
+    agent.invoke({"messages": [HumanMessage("h5", id="h5")]}, config("c"))
+    events = events_of(agent.get_state(config("c")).values)
+    assert len(trace.compactions(recorder)) == len(events), "one count per compaction"
