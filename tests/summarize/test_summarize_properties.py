@@ -275,3 +275,51 @@ def check_run(history, knob, overflow_at, flaky):
     extra = [found for key, found in sections.items() if key not in {e.section for e in events}]
     assert not extra or flaky or not finished, "a leftover section only after an error"
     assert all(m in messages for found in extra for m in found.messages), "nothing archived that state lacks"
+
+
+# -- what applications do: remove old turns, reset the thread (issue 22) ----------------------------
+
+
+def _markers(messages) -> set[str]:
+    return set(MARKER.findall(" ".join(m.content for m in messages if isinstance(m.content, str))))
+
+
+@pytest.mark.parametrize("actions", [("keep", "drop"), ("keep", "drop", "reset")], ids=["removals", "resets"])
+def test_nothing_in_state_is_hidden_when_an_application_removes_messages(actions):
+    """Before each turn the application may drop the oldest turn (RemoveMessage of its messages)
+    or reset the thread (REMOVE_ALL_MESSAGES). On every model call, each message still in state
+    is either sent or archived, and the request is well formed."""
+    @SETTINGS
+    @given(history=histories(max_turns=8), knob=knobs(),
+           plan=st.lists(st.sampled_from(actions), min_size=8, max_size=8))
+    def check(history, knob, plan):
+        backend = MemoryBackend()
+        summarizer = GenericFakeChatModel(messages=itertools.repeat(SUMMARY))
+        mw = SummarizeMiddleware(summarizer, backend=backend, **knob)
+        state: dict = {"messages": [], **(mw.before_agent({}, None) or {})}
+        turns = iter(plan)
+
+        def handler(request):
+            assert_well_formed(request.messages)
+            archived = set(MARKER.findall("".join(backend.files.values())))
+            hidden = _markers(state["messages"]) - _markers(request.messages) - archived
+            assert not hidden, f"in state, but neither sent nor archived: {sorted(hidden)}"
+            return nxt
+
+        for nxt in history:
+            if isinstance(nxt, HumanMessage) and state["messages"]:
+                act = next(turns)
+                event(f"application: {act}")
+                humans = [i for i, m in enumerate(state["messages"]) if isinstance(m, HumanMessage)]
+                if act == "drop" and len(humans) > 1:
+                    state["messages"] = state["messages"][humans[1]:]
+                elif act == "reset":
+                    state["messages"] = []
+            if isinstance(nxt, AIMessage):
+                request = ModelRequest(model=summarizer, messages=list(state["messages"]), state=dict(state))
+                result = mw.wrap_model_call(request, handler)
+                if not isinstance(result, AIMessage):
+                    state[EVENTS_KEY] = result.command.update[EVENTS_KEY]
+            state["messages"] = state["messages"] + [nxt]
+
+    check()
