@@ -36,6 +36,7 @@ from labkit._sizes import check_count
 from labkit.prompts import (  # the task tool's texts, importable from here as before
     BAD_CALL,  # noqa: F401
     CHILD_FAILED,
+    CHILD_FILES_KEPT,
     GENERAL_PURPOSE_DESCRIPTION,
     GENERAL_PURPOSE_PROMPT,
     NO_TEXT,
@@ -310,6 +311,8 @@ class IsolateMiddleware(AgentMiddleware):
                 self._blocks.pop(block, None)
 
     def _finish(self, spec, run: ChildRun, result, error, state, tool_call_id) -> Command:
+        """The parent's update: the child's reply (or its failure) and the files it wrote — a child
+        that failed hands back what it had written by its last finished step, archive included."""
         update: dict[str, Any] = {}
         if error is not None:
             run.error = f"{type(error).__name__}: {error}"
@@ -319,18 +322,19 @@ class IsolateMiddleware(AgentMiddleware):
                                                 spec.name)
             run.capped = spec.output_cap is not None and run.reply_tokens > spec.output_cap
             status = "success"
-            # no "files" key: the child had no files-aware middleware (not "every file deleted")
-            after = result.get("files")
-            changed = file_updates(state.get("files") or {}, after) \
-                if isinstance(after, Mapping) else {}
-            changed, conflicts = self._settle(state, tool_call_id, spec.name, changed)
-            run.files = sorted(changed)
-            if changed:
-                update["files"] = changed
-            if conflicts:  # the parent hears of each, and still gets the whole reply
-                run.conflicts = {c.path: c.saved for c in conflicts}
-                this = Claim(tool_call_id, spec.name, None)
-                text, status = conflict_reply(text, conflicts, this), "error"
+        # no "files" key: the child had no files-aware middleware (not "every file deleted")
+        after = result.get("files") if isinstance(result, Mapping) else None
+        changed = file_updates(state.get("files") or {}, after) if isinstance(after, Mapping) else {}
+        changed, conflicts = self._settle(state, tool_call_id, spec.name, changed)
+        run.files = sorted(changed)
+        if changed:
+            update["files"] = changed
+            if error is not None:
+                text += CHILD_FILES_KEPT.format(paths=", ".join(run.files))
+        if conflicts:  # the parent hears of each, and still gets the whole reply
+            run.conflicts = {c.path: c.saved for c in conflicts}
+            this = Claim(tool_call_id, spec.name, None)
+            text, status = conflict_reply(text, conflicts, this), "error"
         run.reply = text
         update["messages"] = [ToolMessage(text, tool_call_id=tool_call_id, name=TASK_TOOL,
                                           status=status)]
@@ -339,8 +343,9 @@ class IsolateMiddleware(AgentMiddleware):
     def _run(self, description, subagent_type, state, tool_call_id) -> Command:
         spec, run, agent, first = self._start(description, subagent_type, state, tool_call_id)
         result, error = None, None
-        try:
-            result = agent.invoke(first)
+        try:  # the state after each step: a child that fails still hands back its files
+            for result in agent.stream(first, stream_mode="values"):
+                pass
         except GraphBubbleUp:
             raise
         except Exception as e:  # the parent hears about it; its run goes on
@@ -351,7 +356,8 @@ class IsolateMiddleware(AgentMiddleware):
         spec, run, agent, first = self._start(description, subagent_type, state, tool_call_id)
         result, error = None, None
         try:
-            result = await agent.ainvoke(first)
+            async for result in agent.astream(first, stream_mode="values"):
+                pass
         except GraphBubbleUp:
             raise
         except Exception as e:

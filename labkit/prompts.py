@@ -13,6 +13,7 @@ __all__ = [
     "ARG_TRUNCATED_EDIT",
     "BAD_CALL",
     "CHILD_FAILED",
+    "CHILD_FILES_KEPT",
     "CLAIMED_DONE",
     "COMPACT_DONE",
     "COMPACT_REFUSED",
@@ -160,6 +161,7 @@ BAD_CALL = ("Error: task takes exactly two arguments: description (text: the who
             "to reply with) and subagent_type (one of {types}). {problems}")
 NO_TEXT = "(the subagent finished without a text reply)"
 CHILD_FAILED = "Error: the {name!r} subagent stopped before replying: {error}"
+CHILD_FILES_KEPT = " The files it wrote before it stopped are kept: {paths}."
 
 # Two calls of one parallel block (the tool calls of one AI message: task children, or the
 # parent's own file tools) changed the same file differently: the later one to finish gets this

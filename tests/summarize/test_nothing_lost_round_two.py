@@ -425,3 +425,38 @@ def test_removing_a_folded_message_is_not_counted_as_a_compaction():
     agent.invoke({"messages": [HumanMessage("h5", id="h5")]}, config("c"))
     events = events_of(agent.get_state(config("c")).values)
     assert len(trace.compactions(recorder)) == len(events), "one count per compaction"
+
+
+# -- 5. children ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_a_child_that_fails_hands_back_the_files_it_wrote(mode):
+    """The child writes its notes, then its model fails: the parent gets the notes and is told
+    where they are — before, every file the child wrote was lost with it."""
+    import asyncio
+
+    from labkit.isolate import IsolateMiddleware, SubagentSpec
+
+    def call(name, call_id, **args):
+        return {"name": name, "args": args, "id": call_id, "type": "tool_call"}
+
+    notes = call("write_file", "w1", file_path="/notes.md", content="Alder: 3 stores")
+    child = Scripted(messages=iter([AIMessage("", tool_calls=[notes])]), overflow_on=(2,))
+    parent = Scripted(messages=iter([
+        AIMessage("", tool_calls=[call("task", "t1", description="Research Alder.",
+                                       subagent_type="researcher")]),
+        AIMessage("parent done")]))
+    spec = SubagentSpec(name="researcher", description="researches", system_prompt="Research.", model=child)
+    agent = create_agent(parent, tools=[], checkpointer=InMemorySaver(),
+                         middleware=[IsolateMiddleware(parent, [spec])])
+    payload = {"messages": [HumanMessage("research Alder")]}
+    if mode == "sync":
+        agent.invoke(payload, config("c"))
+    else:
+        asyncio.run(agent.ainvoke(payload, config("c")))
+    state = agent.get_state(config("c")).values
+    reply = next(m for m in state["messages"] if isinstance(m, ToolMessage))
+    assert reply.status == "error" and "stopped before replying" in reply.text, reply.text
+    assert "/notes.md" in reply.text, "the parent is told where the child's files are"
+    assert "Alder: 3 stores" in str(state["files"]["/notes.md"]["content"]), "the notes are kept"
