@@ -21,8 +21,8 @@ from langchain_core.messages import AIMessage, BaseMessage
 
 from labkit.prompts import CONFLICT_DELETED, CONFLICT_REPLY, CONFLICT_SAVED, FILE_CONFLICT
 
-__all__ = ["Claim", "Conflict", "conflict_reply", "file_updates", "fresh_path", "locate", "own_claims",
-           "settle"]
+__all__ = ["Claim", "Conflict", "conflict_reply", "digest", "file_updates", "fresh_path", "locate",
+           "own_claims", "settle"]
 FILE_TOOLS = ("write_file", "edit_file", "delete")  # deepagents' tools that change a file
 
 
@@ -77,9 +77,9 @@ def own_claims(messages: Sequence[BaseMessage], tool_call_id: str) -> dict[str, 
         path = (tc.get("args") or {}).get("file_path")
         if tc["name"] not in FILE_TOOLS or not isinstance(path, str):
             continue
-        digest = (_digest({"content": tc["args"].get("content"), "encoding": "utf-8"})
-                  if tc["name"] == "write_file" else None if tc["name"] == "delete" else f"edit:{tc['id']}")
-        claims.setdefault(path, Claim(tc["id"], None, digest, tc["name"]))
+        made = (digest({"content": tc["args"].get("content"), "encoding": "utf-8"})
+                if tc["name"] == "write_file" else None if tc["name"] == "delete" else f"edit:{tc['id']}")
+        claims.setdefault(path, Claim(tc["id"], None, made, tc["name"]))
     return claims
 
 
@@ -94,7 +94,8 @@ def _content(data: Any) -> Any:
     return content, data.get("encoding", "utf-8")
 
 
-def _digest(data: Any) -> str | None:
+def digest(data: Any) -> str | None:
+    """A file's content, hashed (``None`` for a deletion): what "the same version" means."""
     if data is None:
         return None
     return hashlib.sha256(repr(_content(data)).encode("utf-8", "surrogatepass")).hexdigest()
@@ -140,7 +141,7 @@ def settle(claims: MutableMapping[str, Claim], changed: Mapping[str, Any], tool_
     update: dict[str, Any] = {}
     later: list[tuple[str, Claim, Any]] = []
     for path, data in changed.items():
-        mine, first = Claim(tool_call_id, subagent_type, _digest(data), tool), claims.get(path)
+        mine, first = Claim(tool_call_id, subagent_type, digest(data), tool), claims.get(path)
         if first is None or first.digest == mine.digest:
             claims.setdefault(path, mine)
             update[path] = data
@@ -151,7 +152,7 @@ def settle(claims: MutableMapping[str, Claim], changed: Mapping[str, Any], tool_
         saved = None
         if data is not None:
             saved = fresh_path(path, tool_call_id, {*existing, *claims, *changed})
-            claims[saved] = Claim(tool_call_id, subagent_type, _digest(data), tool)
+            claims[saved] = Claim(tool_call_id, subagent_type, digest(data), tool)
             update[saved] = data
         conflicts.append(Conflict(path, first, saved))
     return update, conflicts

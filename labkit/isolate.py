@@ -17,7 +17,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from deepagents.middleware.filesystem import FilesystemMiddleware, FilesystemState
@@ -30,7 +30,9 @@ from langchain_core.tools import StructuredTool
 from langgraph.errors import GraphBubbleUp
 from langgraph.types import Command
 
-from labkit._isolate_files import Claim, conflict_reply, file_updates, locate, own_claims, settle
+from labkit._isolate_accounting import ChildRun, calls_by_context, cost_rows
+from labkit._isolate_disk import as_files, recording, restore_claims
+from labkit._isolate_files import Claim, conflict_reply, digest, file_updates, locate, own_claims, settle
 from labkit._isolate_task import TASK_TOOL, TaskArgs, check_call, task_description
 from labkit._sizes import check_count
 from labkit.prompts import (  # the task tool's texts, importable from here as before
@@ -43,8 +45,8 @@ from labkit.prompts import (  # the task tool's texts, importable from here as b
     TASK_DESCRIPTION,  # noqa: F401
     TRUNCATED,
 )
-from labkit.tokens import encoding, message_text
-from labkit.trace import CallRecord, Recorder
+from labkit.tokens import encoding
+from labkit.trace import Recorder
 
 __all__ = ["GENERAL_PURPOSE_PROMPT", "TASK_TOOL", "ChildRun", "IsolateMiddleware", "SubagentSpec",
            "calls_by_context", "cap_output", "check_call", "child_state", "cost_rows", "file_updates",
@@ -131,69 +133,6 @@ def cap_output(text: str, cap: int | None, name: str = "subagent",
     return enc.decode(ids[:cap]) + TRUNCATED.format(name=name, cap=cap, total=len(ids)), len(ids)
 
 
-def calls_by_context(calls: Sequence[Any]) -> dict[str, list[Any]]:
-    """Group ``LabModel.calls`` by the context they belong to: the text of each call's first
-    human message (a child's is its task description; the parent's is the first user turn).
-    Under deepagents every child shares the parent's model, so this is how to tell them apart.
-    Notebook 12."""
-    groups: dict[str, list[Any]] = {}
-    for call in calls:
-        first = next((m for m in call.messages if isinstance(m, HumanMessage)), None)
-        groups.setdefault(message_text(first, text_only=True) if first is not None else "", []).append(call)
-    return groups
-
-
-# -- accounting ----------------------------------------------------------------------------------
-
-
-@dataclass
-class ChildRun:
-    """One task call: the child's own records (its own ``Recorder``), and what the parent got
-    back. Every child pays its own system prompt and tool schemas on every call. Notebook 12."""
-
-    order: tuple[int, int]  # (parent message index, position among its tool calls)
-    tool_call_id: str
-    subagent_type: str
-    description: str
-    records: list[CallRecord] = field(default_factory=list)
-    reply: str = ""
-    reply_tokens: int = 0  # of the child's own reply, before any cap
-    capped: bool = False
-    files: list[str] = field(default_factory=list)  # paths the child wrote (or deleted)
-    error: str | None = None
-    conflicts: dict[str, str | None] = field(default_factory=dict)  # path -> where its version went
-
-    @property
-    def peak(self) -> int:
-        return max((r.seen for r in self.records), default=0)
-
-    @property
-    def total(self) -> int:
-        """Input tokens over all its model calls (what a provider bills as input)."""
-        return sum(r.seen for r in self.records if not r.error)
-
-    @property
-    def fixed(self) -> int:
-        """Tokens of system prompt and tool schemas it paid over all its calls."""
-        return sum(r.by_kind["system"] + r.by_kind["tools"] for r in self.records if not r.error)
-
-
-def cost_rows(parent: Sequence[CallRecord], children: Sequence[ChildRun]) -> list[dict[str, Any]]:
-    """One row per context — the parent, then each child — for a table: model calls, peak
-    context, input tokens in all, and how many of them were system prompt and tool schemas.
-    Notebook 12."""
-    parent = list(getattr(parent, "records", parent))
-    rows = [{"context": "parent", "model calls": len(parent),
-             "peak": max((r.seen for r in parent), default=0),
-             "input tokens": sum(r.seen for r in parent if not r.error),
-             "system + tools": sum(r.by_kind["system"] + r.by_kind["tools"]
-                                   for r in parent if not r.error)}]
-    for i, c in enumerate(children, start=1):
-        rows.append({"context": f"child {i} ({c.subagent_type})", "model calls": len(c.records),
-                     "peak": c.peak, "input tokens": c.total, "system + tools": c.fixed})
-    return rows
-
-
 # -- the middleware ------------------------------------------------------------------------------
 
 
@@ -202,23 +141,22 @@ class IsolateMiddleware(AgentMiddleware):
 
     For each call: **a fresh context** (the child starts from ``[HumanMessage(description)]``, its
     own system prompt and tools); **shared files** (the child gets the parent's files and its
-    writes come back as a ``files`` update; with ``StateBackend``, when two calls of one AI message
-    change a path differently — two children, or the parent's own file tool and a child — the
-    first keeps it and the later child's version goes to ``<path>.<its tool call id>``, its reply
-    an error naming both); **one message back** (the last AI text, cut to ``output_cap`` tokens);
-    **separate accounting** (one :class:`ChildRun` per call, thread-safe: langgraph runs the task
-    calls of one AI message in parallel). A failing child is answered, and the parent's run goes on.
+    writes come back; when two calls of one AI message change a path differently — two children,
+    or the parent's own file tool and a child — the first keeps it and the later version goes to
+    ``<path>.<its tool call id>``, its reply an error naming both; on a disk or a store too);
+    **one message back** (the last AI text, cut to ``output_cap`` tokens); **separate
+    accounting** (one :class:`ChildRun` per call, thread-safe: the calls of one AI message run in
+    parallel). A failing child is answered with the files it wrote, and the parent's run goes on.
 
-    Unlike deepagents' ``SubAgentMiddleware`` (notebook 12 runs both on the same fan-out): only
-    ``files`` is passed down, no general-purpose subagent is added for you (:func:`general_purpose`
-    makes one), a deleted file is deleted in the parent too, parallel children never overwrite
-    each other's files silently, and a failing child does not end the parent's run.
+    Unlike deepagents' ``SubAgentMiddleware`` (notebook 12 runs both): only ``files`` is passed
+    down, no general-purpose subagent is added (:func:`general_purpose` makes one), a deleted file
+    is deleted in the parent too, and parallel children never overwrite each other silently.
 
     ``model`` runs every child whose spec names none. With ``file_tools`` (the default) each child
-    gets deepagents' file tools on ``backend`` (``StateBackend`` if None), eviction off as in
-    ``scenario.run``; ``child_middleware`` is added to every child (an offloader, say) — the same
-    instances in every child, and children run in parallel, so they must keep no per-run state.
-    Without file tools a child's files still come back if its middleware keeps any (an offloader).
+    gets deepagents' file tools on ``backend`` (``StateBackend`` if None), eviction off;
+    ``child_middleware`` is added to every child — the same instances, in parallel children, so
+    they must keep no per-run state. Without file tools a child's files still come back if its
+    middleware keeps any (an offloader).
 
     Example:
         >>> from labkit import LabModel, scenario
@@ -250,6 +188,8 @@ class IsolateMiddleware(AgentMiddleware):
         self._children: list[ChildRun] = []
         self._blocks: dict[tuple, dict[str, Claim]] = {}  # parallel block -> who changed which path
         self._pending: dict[tuple, set[str]] = {}  # parallel block -> its calls still running
+        self._written: dict[str, dict[str, str]] = {}  # task call -> its child's writes outside state
+        self._texts: dict[str, str] = {}  # digest -> text of each version written outside state
         self._lock = threading.Lock()
         self.tools = [self._task_tool()]
 
@@ -272,8 +212,11 @@ class IsolateMiddleware(AgentMiddleware):
 
     # the task call, in three parts: build the child, run it, fold its result back
 
-    def _child(self, spec: SubagentSpec, recorder: Recorder):
-        stack = [FilesystemMiddleware(backend=self.backend, tool_token_limit_before_evict=None,
+    def _child(self, spec: SubagentSpec, recorder: Recorder, tool_call_id: str):
+        backend, wrote = recording(self.backend)  # a disk or a store: note what the child writes
+        if wrote is not None:
+            self._written[tool_call_id] = wrote
+        stack = [FilesystemMiddleware(backend=backend, tool_token_limit_before_evict=None,
                                       human_message_token_limit_before_evict=None)] \
             if self.file_tools else []
         model = self.model if spec.model is None else spec.model
@@ -289,7 +232,8 @@ class IsolateMiddleware(AgentMiddleware):
         run.records = recorder.records
         with self._lock:
             self._children.append(run)
-        return spec, run, self._child(spec, recorder), child_state(description, state.get("files"))
+        agent = self._child(spec, recorder, tool_call_id)
+        return spec, run, agent, child_state(description, state.get("files"))
 
     def _settle(self, state: Mapping, tool_call_id: str, subagent_type: str, changed: dict):
         messages = state.get("messages", [])
@@ -325,7 +269,12 @@ class IsolateMiddleware(AgentMiddleware):
         # no "files" key: the child had no files-aware middleware (not "every file deleted")
         after = result.get("files") if isinstance(result, Mapping) else None
         changed = file_updates(state.get("files") or {}, after) if isinstance(after, Mapping) else {}
-        changed, conflicts = self._settle(state, tool_call_id, spec.name, changed)
+        wrote = self._written.pop(tool_call_id, None) or {}
+        outside = as_files(wrote)  # written to a disk or a store: settled like files in state
+        self._texts.update({digest(data): wrote[path] for path, data in outside.items()})
+        changed, conflicts = self._settle(state, tool_call_id, spec.name, {**changed, **outside})
+        with self._lock:
+            restore_claims(self.backend, conflicts, self._texts, changed, wrote)
         run.files = sorted(changed)
         if changed:
             update["files"] = changed

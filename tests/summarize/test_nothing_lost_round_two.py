@@ -460,3 +460,57 @@ def test_a_child_that_fails_hands_back_the_files_it_wrote(mode):
     assert reply.status == "error" and "stopped before replying" in reply.text, reply.text
     assert "/notes.md" in reply.text, "the parent is told where the child's files are"
     assert "Alder: 3 stores" in str(state["files"]["/notes.md"]["content"]), "the notes are kept"
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_parallel_children_on_one_folder_are_settled_as_in_state(tmp_path, mode):
+    """Two children of one message write /report.md differently on a FilesystemBackend: the first
+    to finish keeps the path, the later one's version is saved beside it and its reply says so —
+    before, the last writer won on disk and both were told "Updated file"."""
+    import asyncio
+
+    from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+    from langchain_core.outputs import ChatGeneration, ChatResult
+
+    from labkit.isolate import IsolateMiddleware, SubagentSpec
+
+    def call(name, call_id, **args):
+        return {"name": name, "args": args, "id": call_id, "type": "tool_call"}
+
+    class ByContext(GenericFakeChatModel):
+        def bind_tools(self, tools, **kwargs):
+            return self
+
+        def _generate(self, messages, stop=None, run_manager=None, **kwargs):
+            first = next(m for m in messages if isinstance(m, HumanMessage)).text
+            done = sum(isinstance(m, ToolMessage) for m in messages)
+            who = "Alder" if "Alder" in first else "Birch" if "Birch" in first else None
+            if who is None:
+                reply = AIMessage("", tool_calls=[
+                    call("task", "ta", description="Report on Alder.", subagent_type="writer"),
+                    call("task", "tb", description="Report on Birch.", subagent_type="writer")]) \
+                    if done == 0 else AIMessage("parent done")
+            elif done == 0:
+                reply = AIMessage("", tool_calls=[call("write_file", f"w{who}", file_path="/report.md",
+                                                       content=f"{who} report")])
+            else:
+                reply = AIMessage(f"{who} done")
+            return ChatResult(generations=[ChatGeneration(message=reply)])
+
+    disk = FilesystemBackend(root_dir=tmp_path, virtual_mode=True)
+    model = ByContext(messages=iter([]))
+    spec = SubagentSpec(name="writer", description="writes reports", system_prompt="Write.")
+    agent = create_agent(model, tools=[], checkpointer=InMemorySaver(),
+                         middleware=[IsolateMiddleware(model, [spec], backend=disk)])
+    payload = {"messages": [HumanMessage("two reports")]}
+    if mode == "sync":
+        agent.invoke(payload, config("p"))
+    else:
+        asyncio.run(agent.ainvoke(payload, config("p")))
+    replies = [m for m in agent.get_state(config("p")).values["messages"] if isinstance(m, ToolMessage)]
+    files = {p.name: p.read_text() for p in tmp_path.iterdir() if p.is_file()}
+    assert sorted(files.values()) == ["Alder report", "Birch report"], f"both versions on disk: {files}"
+    later = [m for m in replies if m.status == "error"]
+    assert len(later) == 1 and "/report.md" in later[0].text, [m.text[:120] for m in replies]
+    saved = next(name for name in files if name != "report.md")
+    assert saved in later[0].text, "the later child is told where its version went"
