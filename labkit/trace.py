@@ -6,8 +6,9 @@ the request carried, split by kind: system prompt, tool schemas, human, AI, tool
 summary), cost at an illustrative price, and the model's reported usage when there is one.
 ``Recorder(keep_requests=True)`` also keeps each request itself (:class:`Request`).
 
-What it leaves out: provider-side accounting (cached-token discounts, hidden reasoning tokens,
-the provider's own tokenizer) — ``usage_metadata`` is the number a provider bills.
+Each record also keeps the prefix a provider's prompt cache could serve (``labkit.caching``)
+and the cache reads and writes the provider reported. What it leaves out: hidden reasoning
+tokens and the provider's own tokenizer — ``usage_metadata`` is the number a provider bills.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from langchain_core.messages import AIMessage, BaseMessage
 from langgraph.config import get_config
 
 from labkit._token_cache import tool_calls_of
+from labkit.caching import PrefixCache
 from labkit.errors import is_overflow
 from labkit.tokens import PRICES, TokenCounter, cost, message_text
 
@@ -87,6 +89,10 @@ class CallRecord:
     agent: str | None = None
     scope: str | None = None  # ... and which run of that agent (two children of one type differ)
     summary: str | None = None  # a hash of the summary in view, if any: a new one is a compaction
+    shared_prefix: int = 0  # tokens of the longest prefix shared with an earlier request (caching)
+    whole_prefix: int = 0  # tokens of the longest earlier request that is a prefix of this one
+    reported_cache_read: int | None = None  # what the provider said it read from / wrote to cache
+    reported_cache_write: int | None = None
 
     @property
     def saved(self) -> int:
@@ -292,6 +298,7 @@ class Recorder(AgentMiddleware):
         self.counter = TokenCounter()
         self._seen = RunningMeasure(self.counter)  # the request, call after call
         self._stored = RunningMeasure(self.counter)  # state["messages"], call after call
+        self.prefixes = PrefixCache()  # what a provider's prompt cache would hold (labkit.caching)
 
     def start_turn(self, text: str) -> None:
         """Mark the start of a user turn (``scenario.run`` calls this). Notebook 03."""
@@ -307,6 +314,9 @@ class Recorder(AgentMiddleware):
             stored = sum(by.values()) - by["tools"] - (0 if system is None else self.counter.message(system))
         else:
             stored = sum(self._stored.messages(stored_msgs))
+        head = (f"{getattr(system, 'content', '')}|{[getattr(t, 'name', t) for t in tools]}|{by['tools']}",
+                by["system"] + by["tools"])
+        shared, whole = self.prefixes.observe([head, *((m, self.counter.message(m)) for m in messages)])
         rec = CallRecord(
             index=len(self.records),
             turn=max(len(self.turns) - 1, 0),
@@ -317,6 +327,7 @@ class Recorder(AgentMiddleware):
             messages_seen=len(messages),
             request=Request(messages, system, tools) if self.keep_requests else None,
             **_whose(), summary=_summary_key(messages) if by["summary"] else None,
+            shared_prefix=shared, whole_prefix=whole,
         )
         self.records.append(rec)
         return rec
@@ -332,6 +343,9 @@ class Recorder(AgentMiddleware):
             usage = ai.usage_metadata or {}
             rec.output_tokens = int(usage.get("output_tokens", 0))
             rec.reported_input = usage.get("input_tokens")
+            details = usage.get("input_token_details") or {}
+            rec.reported_cache_read = details.get("cache_read")
+            rec.reported_cache_write = details.get("cache_creation")
             rec.tool_calls = [tc["name"] for tc in ai.tool_calls]
             rec.reply = message_text(ai, text_only=True)
         rec.cost = cost(rec.seen, rec.output_tokens, price)

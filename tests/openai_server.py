@@ -9,7 +9,8 @@ a message, each tool's JSON, 3 to prime the reply — OpenAI's documented recipe
 apart from labkit's counter so that the tests can hold one to the other); refuses a request
 above its ``window`` with OpenAI's 400 ``context_length_exceeded`` body, and a history whose tool
 calls and results do not pair up with OpenAI's 400 for that; and records every request
-in ``server.requests`` with the tokens it counted in ``server.received``.
+in ``server.requests`` with the tokens it counted in ``server.received``. It emulates OpenAI's
+automatic prompt caching (:func:`cached`) and reports ``prompt_tokens_details.cached_tokens``.
 
 Its policy, deterministic and unlike the lab model's: to a user turn with tools it makes two
 *parallel* calls (``fetch_market_data`` and ``search_news`` for the first ticker it finds) — or,
@@ -38,7 +39,7 @@ from typing import Any
 
 from labkit.tokens import encoding
 
-__all__ = ["BEHAVIOURS", "INVENTED", "OpenAIServer", "policy", "prompt_tokens"]
+__all__ = ["BEHAVIOURS", "INVENTED", "OpenAIServer", "cached", "policy", "prompt_ids", "prompt_tokens"]
 
 BEHAVIOURS = {
     "loop": "fetches every named ticker whose export it cannot see, and stops only when it sees all "
@@ -91,6 +92,47 @@ def pairing_error(messages: list[dict]) -> str | None:
                     f"{', '.join(sorted(open_calls))}")
         open_calls = {c.get("id") for c in m.get("tool_calls") or []} if role == "assistant" else set()
     return None
+
+
+CACHE_MINIMUM, CACHE_STEP = 1024, 128  # OpenAI's automatic prompt caching (labkit.caching.RULES)
+
+
+def prompt_ids(messages: list[dict], tools: list[dict]) -> list[int]:
+    """The prompt as a token sequence, in the order :func:`prompt_tokens` counts it — the tools,
+    then each message (3 framing tokens naming its role, its text, its tool calls) — for the
+    cache: a prefix is cached when an earlier prompt began with the very same tokens."""
+    enc = encoding("o200k_base")
+    ids: list[int] = []
+    for t in tools:
+        ids += enc.encode(json.dumps(t.get("function", t), ensure_ascii=False), disallowed_special=())
+    for m in messages:
+        ids += [-1, -2 - sum(map(ord, str(m.get("role")))), -3]
+        ids += enc.encode(_text(m.get("content")), disallowed_special=())
+        for call in m.get("tool_calls") or []:
+            function = call.get("function", {})
+            ids += enc.encode(function.get("name", "") + function.get("arguments", ""), disallowed_special=())
+    return ids
+
+
+def cached(ids: list[int], earlier: list[list[int]]) -> int:
+    """OpenAI's automatic prompt caching, emulated: the longest prefix ``ids`` shares with an
+    earlier prompt, cached from 1,024 tokens on in steps of 128 (0 below)."""
+    common = max((_common(ids, old) for old in earlier), default=0)
+    if common < CACHE_MINIMUM:
+        return 0
+    return CACHE_MINIMUM + (common - CACHE_MINIMUM) // CACHE_STEP * CACHE_STEP
+
+
+def _common(a: list[int], b: list[int]) -> int:
+    """The length of the longest common prefix (a binary search over slices compared in C)."""
+    lo, hi = 0, min(len(a), len(b))
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if a[:mid] == b[:mid]:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
 
 
 def prompt_tokens(messages: list[dict], tools: list[dict]) -> int:
@@ -255,7 +297,8 @@ class _Handler(BaseHTTPRequestHandler):
         calls += owner.extra_calls(number, calls)
         completion = (len(text) + len(json.dumps(calls))) // 4 + 1
         usage = None if "no_usage" in owner.behaviours else {
-            "prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
+            "prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion,
+            "prompt_tokens_details": {"cached_tokens": owner.cache(messages, tools)}}
         head = {"id": f"chatcmpl-{number}", "created": 0, "model": body.get("model", owner.model)}
         finish = "tool_calls" if calls else "stop"
         if not body.get("stream"):
@@ -315,6 +358,7 @@ class OpenAIServer:
         self.window, self.model, self.behaviours = window, model, frozenset(behaviours)
         self.failures, self.key, self.models = dict(failures or {}), key, models
         self.requests: list[dict] = []
+        self.prompts: list[list[int]] = []  # every answered prompt's tokens: the prompt cache
         self._lock = threading.Lock()
         self._http = _HTTP(("127.0.0.1", 0), _Handler)
         self._http.owner = self
@@ -340,6 +384,14 @@ class OpenAIServer:
         with self._lock:
             self.requests.append({"path": path, "body": body, "tokens": tokens})
             return len(self.requests)
+
+    def cache(self, messages: list[dict], tools: list[dict]) -> int:
+        """The tokens of this prompt read from the cache; the prompt is cached in its turn."""
+        ids = prompt_ids(messages, tools)
+        with self._lock:
+            read = cached(ids, self.prompts)
+            self.prompts.append(ids)
+        return read
 
     def extra_calls(self, number: int, calls: list[dict]) -> list[dict]:
         """The misbehaving calls added to a reply that has ``calls``: a call with arguments that

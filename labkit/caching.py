@@ -1,0 +1,165 @@
+"""Prompt caching (提示缓存): what a run costs when a provider serves a request's beginning from a cache.
+
+A request whose start repeats an earlier request's is billed at a cached-input price for that
+prefix (OpenAI and Gemini automatically above a minimum length; Anthropic up to the breakpoints
+a request marks, with a premium to write them). :class:`PrefixCache` finds, for each request of a
+run, the longest prefix it shares with the requests before it — block by block: the tools and
+system prompt, then each message — and the ``Recorder`` keeps the two numbers on every record;
+:func:`call_cost` prices a record under a :class:`CacheRule` and :class:`CachePrices`.
+What it leaves out: a cache evicted before its time to live or a request routed to a server
+without it (the model is an upper bound on reads), a prefix inside a message (matched per block),
+and storage fees. Notebook 01 introduces it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["RULES", "TIERS", "CachePrices", "CacheRule", "PrefixCache", "cached_tokens", "call_cost",
+           "run_cost"]
+
+
+@dataclass(frozen=True)
+class CacheRule:
+    """How a provider caches: ``automatic`` prefix caching (every request can be read back by a
+    later one) or explicit ``breakpoints`` (here one at the end of each request, as deepagents'
+    ``AnthropicPromptCachingMiddleware`` places it: a later request reads up to an earlier
+    request's end, and writes the rest). Nothing below ``minimum`` tokens is cached; past it,
+    cached tokens come in multiples of ``step``. ``source``: where the figures come from."""
+
+    name: str
+    automatic: bool
+    minimum: int
+    step: int
+    source: str
+
+
+RULES: dict[str, CacheRule] = {
+    "openai": CacheRule(
+        "automatic prefix caching", True, 1024, 128,
+        "OpenAI Cookbook, Prompt Caching 201: automatic for prompts of 1,024 tokens or more, "
+        "cache hits in increments of 128 tokens"),
+    "anthropic": CacheRule(
+        "a breakpoint at each request's end", False, 1024, 1,
+        "Anthropic prompt caching (cache_control): 1,024 tokens at least for Sonnet and Opus "
+        "(2,048 for Haiku); up to 4 breakpoints a request"),
+    "gemini": CacheRule(
+        "implicit caching", True, 2048, 1,
+        "Gemini API, context caching: implicit caching on Gemini 2.5 and newer, 2,048 tokens at "
+        "least on 2.5 Flash and Pro (4,096 on Gemini 3 models)"),
+}
+
+
+@dataclass(frozen=True)
+class CachePrices:
+    """US dollars per million tokens: fresh input, cached input read, cache write, output."""
+
+    input: float
+    read: float
+    write: float
+    output: float
+
+
+TIERS: dict[str, CachePrices] = {
+    # Illustrative, like labkit.tokens.PRICES: the ratios are the documented ones, the levels are
+    # examples. OpenAI: reads at a fraction of input (0.25x-0.5x on older models, 0.1x on newer),
+    # no write fee; Anthropic: reads 0.1x, writes 1.25x (5-minute cache); Gemini: reads 0.1x.
+    "openai-like": CachePrices(input=1.00, read=0.25, write=1.00, output=4.00),
+    "anthropic-like": CachePrices(input=3.00, read=0.30, write=3.75, output=15.00),
+    "gemini-like": CachePrices(input=1.25, read=0.125, write=1.25, output=10.00),
+}
+
+
+def _key(block: Any) -> str:
+    """A block's identity for the cache: everything the provider would render of it."""
+    if isinstance(block, str):
+        body = block
+    elif (known := _KEYS.get(id(block))) is not None and known[0] is block:
+        return known[1]  # the same message object as in an earlier request: no rehash
+    else:
+        body = json.dumps([getattr(block, "type", None), getattr(block, "content", None),
+                           [[c.get("name"), c.get("args"), c.get("id")]
+                            for c in getattr(block, "tool_calls", None) or ()],
+                           getattr(block, "tool_call_id", None), getattr(block, "name", None)],
+                          sort_keys=True, default=repr, ensure_ascii=False)
+    key = hashlib.sha256(body.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+    if not isinstance(block, str):
+        if len(_KEYS) > 8192:
+            _KEYS.clear()
+        _KEYS[id(block)] = (block, key)
+    return key
+
+
+_KEYS: dict[int, tuple[Any, str]] = {}  # id(message) -> (message, key); a sent message is not edited
+
+
+class PrefixCache:
+    """The prefixes a provider has seen in a run, request after request. Notebook 01.
+
+    :meth:`observe` takes one request as blocks with their tokens and returns ``(shared, whole)``:
+    the tokens of the longest prefix it shares with any earlier request, and of the longest
+    earlier request that is a whole prefix of it (where a breakpoint at that request's end
+    matches). Both count whole blocks only. Thread-safe; one per run (or per Recorder)."""
+
+    def __init__(self) -> None:
+        self._seen: dict[str, int] = {}  # chained hash of a prefix -> its tokens
+        self._ends: set[str] = set()  # chained hashes of whole requests
+        self._lock = threading.Lock()
+
+    def observe(self, blocks: Sequence[tuple[Any, int]]) -> tuple[int, int]:
+        chain, total, shared, whole, seen = "", 0, 0, 0, []
+        for block, tokens in blocks:
+            chain = hashlib.sha256(f"{chain}|{_key(block)}".encode()).hexdigest()[:16]
+            total += tokens
+            seen.append((chain, total))
+        with self._lock:
+            for chain, total in seen:
+                if chain not in self._seen:
+                    break
+                shared = total
+                if chain in self._ends:
+                    whole = total
+            for chain, total in seen:
+                self._seen.setdefault(chain, total)
+            if seen:
+                self._ends.add(seen[-1][0])
+        return shared, whole
+
+
+def cached_tokens(seen: int, shared: int, whole: int, rule: CacheRule) -> tuple[int, int]:
+    """``(read, written)`` tokens of one request of ``seen`` tokens under ``rule``. Notebook 01."""
+    if rule.automatic:
+        if shared < rule.minimum:
+            return 0, 0
+        return rule.minimum + (shared - rule.minimum) // rule.step * rule.step, 0
+    read = whole if whole >= rule.minimum else 0
+    return read, (seen - read if seen >= rule.minimum else 0)
+
+
+def call_cost(record: Any, prices: CachePrices, rule: CacheRule) -> float:
+    """Dollars for one ``CallRecord`` (a refused call costs nothing) with caching. Notebook 01."""
+    if record.error:
+        return 0.0
+    read, written = cached_tokens(record.seen, record.shared_prefix, record.whole_prefix, rule)
+    fresh = record.seen - read - written
+    return (fresh * prices.input + read * prices.read + written * prices.write
+            + record.output_tokens * prices.output) / 1e6
+
+
+def run_cost(records: Sequence[Any], prices: CachePrices | str = "openai-like",
+             rule: CacheRule | str = "openai") -> dict[str, float]:
+    """A run's dollars with and without caching, and the share of input tokens read from cache.
+    ``records``: a run's (or a Recorder's) records. Notebook 01."""
+    records = list(getattr(records, "records", records))
+    prices = TIERS[prices] if isinstance(prices, str) else prices
+    rule = RULES[rule] if isinstance(rule, str) else rule
+    sent = [r for r in records if not r.error]
+    reads = [cached_tokens(r.seen, r.shared_prefix, r.whole_prefix, rule)[0] for r in sent]
+    plain = sum(r.seen * prices.input + r.output_tokens * prices.output for r in sent) / 1e6
+    return {"without caching": plain, "with caching": sum(call_cost(r, prices, rule) for r in sent),
+            "read from cache": sum(reads) / max(1, sum(r.seen for r in sent))}

@@ -1,0 +1,90 @@
+"""labkit.caching (issue 23): the prefix a provider could serve from its cache, the rules as data,
+the price of a call — and the prediction held to what a server that caches reports."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pytest
+from langchain.agents.middleware import AgentMiddleware
+from langchain_core.messages import SystemMessage
+from langchain_openai import ChatOpenAI
+
+from labkit import LabModel, caching, scenario
+from labkit.offload import OffloadMiddleware
+from labkit.summarize import SummarizeMiddleware
+from tests.openai_server import OpenAIServer
+
+RULE = caching.RULES["openai"]
+
+
+def test_a_prefix_is_shared_block_by_block():
+    cache = caching.PrefixCache()
+    assert cache.observe([("tools", 500), ("a", 700)]) == (0, 0), "nothing before the first request"
+    assert cache.observe([("tools", 500), ("a", 700), ("b", 50)]) == (1200, 1200), "the whole first one"
+    assert cache.observe([("tools", 500), ("x", 700)]) == (500, 0), "only the shared head"
+
+
+@pytest.mark.parametrize(("shared", "read"),
+                         [(1023, 0), (1024, 1024), (1151, 1024), (1152, 1152), (5000, 4992)])
+def test_automatic_caching_reads_from_the_minimum_in_steps(shared, read):
+    assert caching.cached_tokens(6000, shared, 0, RULE) == (read, 0), "1,024 tokens, then steps of 128"
+
+
+def test_a_breakpoint_reads_an_earlier_request_whole_and_writes_the_rest():
+    rule = caching.RULES["anthropic"]
+    assert caching.cached_tokens(5000, 4000, 3000, rule) == (3000, 2000), "read to the breakpoint"
+    assert caching.cached_tokens(900, 0, 0, rule) == (0, 0), "below the minimum nothing is written"
+
+
+def test_the_rules_name_their_sources():
+    assert all(rule.source for rule in caching.RULES.values()), "every rule says where it comes from"
+    for tier in caching.TIERS.values():
+        assert tier.read < tier.input <= tier.write, "a read is cheaper than input; a write never is"
+
+
+class Timestamped(AgentMiddleware):
+    """Puts the time of each call at the top of the system prompt (a common habit)."""
+
+    def __init__(self):
+        super().__init__()
+        self.calls = 0
+
+    def wrap_model_call(self, request, handler):
+        self.calls += 1
+        stamp = dt.datetime(2026, 1, 1) + dt.timedelta(seconds=self.calls)
+        text = f"Now: {stamp.isoformat()}\n\n{request.system_message.text if request.system_message else ''}"
+        return handler(request.override(system_message=SystemMessage(text)))
+
+
+def test_a_prefix_that_changes_every_call_is_never_read_from_cache():
+    """The flip: the same run with a timestamp at the top of the system prompt reads nothing."""
+    stable = scenario.run(LabModel(window=1_000_000), middleware=[OffloadMiddleware()])
+    stamped = scenario.run(LabModel(window=1_000_000), middleware=[OffloadMiddleware(), Timestamped()])
+    assert caching.run_cost(stable)["read from cache"] > 0.8, "a stable prefix: most input is read"
+    assert caching.run_cost(stamped)["read from cache"] == 0, "a timestamp first: nothing is"
+
+
+def test_a_compaction_rewrites_the_prefix():
+    """The call after a compaction shares only the tools and system prompt with the calls before."""
+    model = LabModel(window=128_000)
+    run = scenario.run(model, middleware=[SummarizeMiddleware(model)])
+    after = next(r for r in run.records if r.by_kind["summary"] and not r.error)
+    assert after.shared_prefix == after.by_kind["system"] + after.by_kind["tools"], "the head only"
+
+
+@pytest.mark.parametrize("setting", ["naive", "offload", "summarize"])
+def test_the_prediction_is_what_a_caching_server_reports(setting):
+    """The test server emulates OpenAI's automatic caching token by token; labkit predicts it from
+    its records. Over a run the two agree within 1%."""
+    with OpenAIServer(window=1_000_000) as server:
+        model = ChatOpenAI(model="fake-model", base_url=server.base_url, api_key="dummy", stream_usage=True)
+        middleware = {"naive": [], "offload": [OffloadMiddleware(tool_limit=8_000, args_trigger=None)],
+                      "summarize": [SummarizeMiddleware(model, trigger=("tokens", 6_000),
+                                                        keep=("messages", 4))]}
+        run = scenario.run(model, middleware=middleware[setting])
+    sent = [r for r in run.records if not r.error]
+    predicted = sum(caching.cached_tokens(r.seen, r.shared_prefix, r.whole_prefix, RULE)[0] for r in sent)
+    reported = sum(r.reported_cache_read or 0 for r in sent)
+    assert reported > 0, "the server read from its cache"
+    assert abs(predicted - reported) <= 0.01 * reported, f"predicted {predicted:,}, reported {reported:,}"
