@@ -26,6 +26,7 @@ from langchain_core.exceptions import ModelError
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage
 
+from labkit.caching import PrefixCache
 from labkit.errors import explain, is_overflow, kind, provider_message, retry_after, retryable, status_of
 from labkit.tokens import TOKENS_PER_MESSAGE, TokenCounter
 
@@ -60,6 +61,9 @@ class Sent:
     reported_input: int | None = None
     output_tokens: int | None = None
     detail: str = ""  # the provider's message, when the request failed
+    shared_prefix: int = 0  # labkit.caching: the prefix shared with an earlier answered request,
+    whole_prefix: int = 0  # and the longest earlier request that is a prefix of this one
+    reported_cache_read: int | None = None  # the provider's cache read, when it reported one
 
     @property
     def sent(self) -> bool:
@@ -97,6 +101,7 @@ class Meter:
         self._out_lock = threading.Lock()  # children run in parallel: one whole line at a time
         self._parent: list[str | None] = []  # the agent name of the first request: the parent's
         self._sent = 0  # the sum of tokens over the requests that left
+        self.prefixes = PrefixCache()  # the answered requests, as a provider's prompt cache holds them
 
     # -- totals ------------------------------------------------------------------------------
 
@@ -117,14 +122,20 @@ class Meter:
         (``kwargs["tools"]``) — plus a structured-output schema (``response_format``). A message
         labkit cannot count as text (an image block) is counted as the BPE of its whole content,
         data included: more than a provider bills, never less, so the cap still holds."""
-        total = sum(self.counter.tool(t) for t in kwargs.get("tools") or [])
-        total += sum(self.counter.text(_schema_text(kwargs[k])) for k in _EXTRAS if kwargs.get(k))
+        return sum(tokens for _, tokens in self.blocks(messages, kwargs))
+
+    def blocks(self, messages: list[BaseMessage], kwargs: dict[str, Any]) -> list[tuple[Any, int]]:
+        """The request as ``labkit.caching`` reads it: the tools and schemas, then each message,
+        each with its tokens."""
+        tools, extras = kwargs.get("tools") or [], [_schema_text(kwargs[k]) for k in _EXTRAS if kwargs.get(k)]
+        tokens = sum(self.counter.tool(t) for t in tools) + sum(map(self.counter.text, extras))
+        out: list[tuple[Any, int]] = [("|".join([*map(_schema_text, tools), *extras]), tokens)]
         for m in messages:
             try:
-                total += self.counter.message(m)
+                out.append((m, self.counter.message(m)))
             except ValueError:
-                total += self.counter.text(str(m.content)) + TOKENS_PER_MESSAGE
-        return total
+                out.append((m, self.counter.text(str(m.content)) + TOKENS_PER_MESSAGE))
+        return out
 
     # -- the metered model -------------------------------------------------------------------
 
@@ -198,9 +209,11 @@ class Meter:
             raise error
         return wait
 
-    def _done(self, record: Sent, message: Any) -> None:
+    def _done(self, record: Sent, message: Any, blocks: list) -> None:
+        record.shared_prefix, record.whole_prefix = self.prefixes.observe(blocks)
         usage = getattr(message, "usage_metadata", None) or {}
         record.reported_input = usage.get("input_tokens")
+        record.reported_cache_read = (usage.get("input_token_details") or {}).get("cache_read")
         record.output_tokens = usage.get("output_tokens")
         calls = [tc.get("name") for tc in getattr(message, "tool_calls", None) or []]
         bad = len(getattr(message, "invalid_tool_calls", None) or [])
@@ -307,7 +320,8 @@ def _sent(meter: Meter, model, messages, run_manager, kwargs, pieces, reply):
     """One request through the meter: admitted (or refused) before each attempt, its pieces
     yielded as they come (``_INSIDE`` set while the model makes each), retried while the meter
     says so, and shown with ``reply(pieces)`` when done."""
-    who, tokens = meter._who(run_manager), meter.count(messages, kwargs)
+    who, blocks = meter._who(run_manager), meter.blocks(messages, kwargs)
+    tokens = sum(n for _, n in blocks)
     for attempt in itertools.count(1):
         record, got = meter._admit(who, tokens, attempt), []
         stream = pieces()
@@ -327,13 +341,14 @@ def _sent(meter: Meter, model, messages, run_manager, kwargs, pieces, reply):
         except Exception as error:
             meter.sleep(meter._failed(record, error, model, _partial(model, got, error)))
             continue
-        meter._done(record, reply(got))
+        meter._done(record, reply(got), blocks)
         return
 
 
 async def _asent(meter: Meter, model, messages, run_manager, kwargs, pieces, reply):
     """:func:`_sent` for async calls and streams."""
-    who, tokens = meter._who(run_manager), meter.count(messages, kwargs)
+    who, blocks = meter._who(run_manager), meter.blocks(messages, kwargs)
+    tokens = sum(n for _, n in blocks)
     for attempt in itertools.count(1):
         record, got = meter._admit(who, tokens, attempt), []
         stream = pieces()
@@ -354,7 +369,7 @@ async def _asent(meter: Meter, model, messages, run_manager, kwargs, pieces, rep
             wait = meter._failed(record, error, model, _partial(model, got, error))
             await (asyncio.sleep(wait) if meter.sleep is time.sleep else asyncio.to_thread(meter.sleep, wait))
             continue
-        meter._done(record, reply(got))
+        meter._done(record, reply(got), blocks)
         return
 
 

@@ -24,6 +24,7 @@ from langchain.agents.middleware import AgentMiddleware
 from plotly.subplots import make_subplots
 
 from labkit import scenario
+from labkit.caching import RULES, cached_tokens
 from labkit.diagnose import diagnose
 from labkit.errors import kind
 from labkit.meter import BudgetExceeded, Meter, Sent
@@ -78,6 +79,7 @@ class Outcome:
     requests: list[Sent] = field(default_factory=list)  # yours: every request, sent or not
     budget: int | None = None
     stopped: str | None = None  # the line that stopped your run at the budget
+    cache_rule: str = "openai"  # the labkit.caching rule your model's provider follows
 
     @property
     def sent(self) -> int:
@@ -86,12 +88,14 @@ class Outcome:
 
     def table(self) -> Table:
         """One row per run: requests (summaries and subagents among them), input tokens sent by
-        labkit's count and as the provider reported them, output tokens, the largest request, and
-        how the run ended. A usage the provider did not report is shown as missing, never as 0."""
+        labkit's count and as the provider reported them, output tokens, the largest request, the
+        input a prompt cache would serve (``labkit.caching``, under the provider's rule) beside
+        the cache reads the provider reported, and how the run ended. A usage the provider did not
+        report is shown as missing, never as 0."""
         runs = [("lab model", self.lab, self.lab_requests)]
         runs += [("your model", self.yours, self.requests)] if self.yours is not None else []
-        return Table([{"run": name, **totals(requests), "ended with": _ending(run.error)}
-                      for name, run, requests in runs])
+        return Table([{"run": name, **totals(requests), **cache_reads(requests, self.cache_rule),
+                       "ended with": _ending(run.error)} for name, run, requests in runs])
 
     def figure(self, window: int | None = None) -> go.Figure:
         """Left, the tokens each request carried — the agent's as a line, summary calls and
@@ -128,6 +132,23 @@ class Outcome:
         fig.update_layout(title=self.experiment, template="plotly_white", height=420,
                           legend={"orientation": "h", "y": -0.25})
         return fig
+
+
+def cache_rule(model: Any) -> str:
+    """Which ``labkit.caching.RULES`` entry a model's provider follows (OpenAI's by default)."""
+    name = type(model).__name__.lower()
+    return "anthropic" if "anthropic" in name else "gemini" if "google" in name else "openai"
+
+
+def cache_reads(requests: Sequence[Sent], rule: str = "openai") -> dict[str, Any]:
+    """Input tokens a prompt cache would serve over a run's answered requests, predicted under
+    ``rule``, and what the provider reported reading (notebook 01)."""
+    answered = [r for r in requests if r.outcome == "ok"]
+    predicted = sum(cached_tokens(r.tokens, r.shared_prefix, r.whole_prefix, RULES[rule])[0]
+                    for r in answered)
+    known = [r.reported_cache_read for r in answered if r.reported_cache_read is not None]
+    return {"cache reads, predicted": predicted,
+            "cache reads, reported": sum(known) if known else "not reported"}
 
 
 def totals(requests: Sequence[Sent]) -> dict[str, Any]:
@@ -221,6 +242,7 @@ def on_your_model(experiment: Experiment, *, model: Any = None, price: str | tup
         return outcome
     try:
         model = get_model() if model is None else model
+        outcome.cache_rule = cache_rule(model)
         limit = outcome.budget = budget()
     except (ValueError, ImportError, RuntimeError) as e:  # a setting to fix: said, not raised
         outcome.refused = f"not run: {e}. Nothing was sent."

@@ -88,3 +88,21 @@ def test_the_prediction_is_what_a_caching_server_reports(setting):
     reported = sum(r.reported_cache_read or 0 for r in sent)
     assert reported > 0, "the server read from its cache"
     assert abs(predicted - reported) <= 0.01 * reported, f"predicted {predicted:,}, reported {reported:,}"
+
+
+def test_on_your_model_shows_predicted_and_reported_cache_reads(monkeypatch):
+    """The report's table puts labkit's prediction beside the provider's reported cache reads —
+    against the caching test server they are the same number."""
+    from labkit import experiments
+    from labkit.yourmodel import on_your_model
+
+    with OpenAIServer(window=64_000) as server:
+        for key, value in {"LABKIT_MODEL": "openai:fake-model", "LABKIT_BASE_URL": server.base_url,
+                           "OPENAI_API_KEY": "dummy", "LABKIT_WINDOW": "64000",
+                           "LABKIT_BUDGET_TOKENS": "1000000"}.items():
+            monkeypatch.setenv(key, value)
+        outcome = on_your_model(experiments.offloading(), out=lambda line: None)
+    table = outcome.table()
+    predicted, reported = table.column("cache reads, predicted")[1], table.column("cache reads, reported")[1]
+    assert reported > 0 and abs(predicted - reported) <= 0.01 * reported, (predicted, reported)
+    assert outcome.cache_rule == "openai", "an OpenAI-compatible model follows OpenAI's rule"
