@@ -13,6 +13,7 @@ and storage fees. Notebook 01 introduces it.
 
 from __future__ import annotations
 
+import datetime as dt
 import hashlib
 import json
 import threading
@@ -20,8 +21,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["RULES", "TIERS", "CachePrices", "CacheRule", "PrefixCache", "cached_tokens", "call_cost",
-           "run_cost"]
+from langchain.agents.middleware import AgentMiddleware
+from langchain_core.messages import SystemMessage
+
+__all__ = ["RULES", "TIERS", "CachePrices", "CacheRule", "PrefixCache", "StampedSystemPrompt",
+           "cached_tokens", "call_cost", "run_cost"]
 
 
 @dataclass(frozen=True)
@@ -163,3 +167,19 @@ def run_cost(records: Sequence[Any], prices: CachePrices | str = "openai-like",
     plain = sum(r.seen * prices.input + r.output_tokens * prices.output for r in sent) / 1e6
     return {"without caching": plain, "with caching": sum(call_cost(r, prices, rule) for r in sent),
             "read from cache": sum(reads) / max(1, sum(r.seen for r in sent))}
+
+
+class StampedSystemPrompt(AgentMiddleware):
+    """The habit that defeats a prompt cache: the time of each call written at the top of the
+    system prompt, so no two requests share a first block. A clock that ticks a second per call
+    keeps runs reproducible. Notebook 01."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls = 0
+
+    def wrap_model_call(self, request, handler):
+        self.calls += 1
+        now = dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc) + dt.timedelta(seconds=self.calls)
+        system = request.system_message.text if request.system_message is not None else ""
+        return handler(request.override(system_message=SystemMessage(f"Now: {now.isoformat()}\n\n{system}")))

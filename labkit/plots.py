@@ -16,6 +16,7 @@ import plotly.graph_objects as go
 import plotly.io as pio
 from plotly.subplots import make_subplots
 
+from labkit import caching
 from labkit.trace import KINDS, CallRecord
 
 __all__ = ["composition", "context_tokens", "cost_curve", "empty", "token_rulers", "tokens_per_turn"]
@@ -164,6 +165,25 @@ def cost_curve(*runs, names: Sequence[str] | None = None,
         records = _records(run)
         fig.add_scatter(x=[r.index for r in records], y=list(accumulate(r.cost for r in records)),
                         name=name, mode="lines+markers")
+    fig.update_yaxes(tickprefix="$")
+    return _layout(fig, title, "dollars")
+
+
+def cache_curve(run, prices: str = "openai-like", rule: str = "openai",
+                title: str = "Cumulative cost, with and without a prompt cache (illustrative prices)"
+                ) -> go.Figure:
+    """Cumulative dollars over model calls: every input token at the full price, and with the
+    prefix each call shares with the calls before it read from a cache (``labkit.caching``).
+    Notebook 01."""
+    records = [r for r in _records(run) if not r.error]
+    tier, law = caching.TIERS[prices], caching.RULES[rule]
+    plain = [(r.seen * tier.input + r.output_tokens * tier.output) / 1e6 for r in records]
+    fig = go.Figure()
+    cached = [caching.call_cost(r, tier, law) for r in records]
+    for name, costs in (("no cache: every token at the input price", plain),
+                        (f"with a prompt cache ({law.name})", cached)):
+        fig.add_scatter(x=[r.index for r in records], y=list(accumulate(costs)), name=name,
+                        mode="lines+markers")
     fig.update_yaxes(tickprefix="$")
     return _layout(fig, title, "dollars")
 

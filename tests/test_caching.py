@@ -106,3 +106,13 @@ def test_on_your_model_shows_predicted_and_reported_cache_reads(monkeypatch):
     predicted, reported = table.column("cache reads, predicted")[1], table.column("cache reads, reported")[1]
     assert reported > 0 and abs(predicted - reported) <= 0.01 * reported, (predicted, reported)
     assert outcome.cache_rule == "openai", "an OpenAI-compatible model follows OpenAI's rule"
+
+
+def test_the_cache_curve_ends_at_the_run_costs():
+    from labkit import plots
+
+    run = scenario.run(LabModel(window=1_000_000))
+    plain, cached = (trace.y[-1] for trace in plots.cache_curve(run).data)
+    costs = caching.run_cost(run)
+    assert plain == pytest.approx(costs["without caching"]), "the top line: no cache"
+    assert cached == pytest.approx(costs["with caching"]), "the lower line: with the cache"
