@@ -136,7 +136,9 @@ class PrefixCache:
 
 
 def cached_tokens(seen: int, shared: int, whole: int, rule: CacheRule) -> tuple[int, int]:
-    """``(read, written)`` tokens of one request of ``seen`` tokens under ``rule``. Notebook 01."""
+    """``(read, written)`` tokens of one request of ``seen`` tokens under ``rule`` (a prefix not
+    recorded — ``None``, a replay's or an older saved run's — as nothing shared). Notebook 01."""
+    shared, whole = shared or 0, whole or 0
     if rule.automatic:
         if shared < rule.minimum:
             return 0, 0

@@ -89,8 +89,8 @@ class CallRecord:
     agent: str | None = None
     scope: str | None = None  # ... and which run of that agent (two children of one type differ)
     summary: str | None = None  # a hash of the summary in view, if any: a new one is a compaction
-    shared_prefix: int = 0  # tokens of the longest prefix shared with an earlier request (caching)
-    whole_prefix: int = 0  # tokens of the longest earlier request that is a prefix of this one
+    shared_prefix: int | None = None  # tokens of the longest prefix shared with an earlier request,
+    whole_prefix: int | None = None  # and of the longest earlier request that is a prefix of it
     reported_cache_read: int | None = None  # what the provider said it read from / wrote to cache
     reported_cache_write: int | None = None
 

@@ -26,6 +26,8 @@ from labkit.diagnose.rows import ROWS, Knob, Row, Text, row, table
 from labkit.tables import Table
 
 __all__ = [
+    "CACHE_MIN_TOKENS",
+    "CACHE_READ_SHARE",
     "COST_GROWTH",
     "COST_MIN_TOKENS",
     "LABELS",
@@ -69,6 +71,13 @@ already keeps small (the course's recommended setting: ~35,000 at every window) 
 for the schemas it still has to send."""
 RAW_REPLY_TOKENS = 2_000
 """Raw dump: a ``task`` reply longer than this is raw data, not a report (reports are ~100)."""
+CACHE_READ_SHARE = 0.10
+"""Cache thrash: a prompt cache could serve less than this share of the input of the calls after
+the first (OpenAI's rule, ``labkit.caching``) — next to nothing: a start that changes every call
+reads 0%, an agent that only appends 80-90%, one that compacts every few calls about 20%..."""
+CACHE_MIN_TOKENS = 50_000
+"""...over calls that carried at least this many input tokens in all: below it, a cache saves
+cents."""
 
 THRESHOLDS = {
     "COST_MIN_TOKENS": "cost blow-up: tokens sent over the run, at least",
@@ -76,6 +85,8 @@ THRESHOLDS = {
     "TAX_SHARE": "tool-schema tax: share of the tokens sent, at least",
     "TAX_MIN_TOKENS": "tool-schema tax: schema tokens over the run, at least",
     "RAW_REPLY_TOKENS": "raw dump: tokens in one task reply, more than",
+    "CACHE_READ_SHARE": "cache thrash: share of the input a prompt cache could serve, below",
+    "CACHE_MIN_TOKENS": "cache thrash: input tokens of the calls after the first, at least",
 }
 """Each threshold's name and meaning; notebook 16 shows them as a table."""
 
@@ -93,7 +104,8 @@ def diagnose(run, model=None) -> list[Finding]:
         >>> # 'hard_overflow'
     """
     limits = {"COST_MIN_TOKENS": COST_MIN_TOKENS, "COST_GROWTH": COST_GROWTH, "TAX_SHARE": TAX_SHARE,
-              "TAX_MIN_TOKENS": TAX_MIN_TOKENS, "RAW_REPLY_TOKENS": RAW_REPLY_TOKENS}
+              "TAX_MIN_TOKENS": TAX_MIN_TOKENS, "RAW_REPLY_TOKENS": RAW_REPLY_TOKENS,
+              "CACHE_READ_SHARE": CACHE_READ_SHARE, "CACHE_MIN_TOKENS": CACHE_MIN_TOKENS}
     return detect(run, model, limits)
 
 

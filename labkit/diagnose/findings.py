@@ -22,7 +22,7 @@ from deepagents.middleware.summarization import compute_summarization_defaults
 from langchain_core.exceptions import ContextOverflowError
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
-from labkit import scenario
+from labkit import caching, scenario
 from labkit.diagnose.rows import EVIDENCE, LANGUAGES, Row, check_language, row
 from labkit.errors import is_overflow, status_of
 from labkit.model import InvalidHistoryError
@@ -197,8 +197,23 @@ def _tool_tax(run, score, model, limits) -> Finding | None:
                                 "calls": len(ok), "tax": tax})
 
 
+def _cache_thrash(run, score, model, limits) -> Finding | None:
+    later = [r for r in _ok(run)[1:] if r.shared_prefix is not None]  # the first call reads nothing
+    possible = sum(r.seen for r in later)
+    if possible < limits["CACHE_MIN_TOKENS"]:
+        return None
+    rule = caching.RULES["openai"]
+    read = sum(caching.cached_tokens(r.seen, r.shared_prefix, r.whole_prefix, rule)[0] for r in later)
+    if read / possible >= limits["CACHE_READ_SHARE"]:
+        return None
+    head = sum(r.shared_prefix < r.by_kind["system"] + r.by_kind["tools"] for r in later)
+    return Finding("cache_thrash", {"share": read / possible, "read": read, "possible": possible,
+                                    "calls": len(later), "head": head})
+
+
 DETECTORS: tuple[Callable, ...] = (_hard_overflow, _orphan, _overflow_rescued, _no_profile, _raw_dump,
-                                   _goal_lost, _repeated_work, _needle_lost, _cost_blowup, _tool_tax)
+                                   _goal_lost, _repeated_work, _needle_lost, _cost_blowup, _tool_tax,
+                                   _cache_thrash)
 """The detectors, in the order their findings are listed (notebook 16)."""
 
 

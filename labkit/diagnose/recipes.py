@@ -22,6 +22,7 @@ from langchain_core.messages import HumanMessage
 
 from labkit import evals, scenario
 from labkit._sizes import check_count
+from labkit.caching import StampedSystemPrompt
 from labkit.isolate import IsolateMiddleware, SubagentSpec
 from labkit.model import LabModel
 from labkit.offload import OffloadMiddleware
@@ -111,6 +112,16 @@ def _tool_tax_recipe(fixed: bool):
     return model, scenario.run(model, middleware=middleware if fixed else [scenario.Toolbox(), *middleware])
 
 
+def _cache_thrash_recipe(fixed: bool):
+    """Notebook 01: the course's recommended setting (offloading at 8,000 tokens, then
+    summarization) with the time of each call at the top of the system prompt, so no request
+    begins as an earlier one did; the fix leaves the system prompt alone."""
+    model = LabModel(window=128_000)
+    middleware = [OffloadMiddleware(tool_limit=8_000), SummarizeMiddleware(model)]
+    stamped = [*middleware, StampedSystemPrompt()]
+    return model, scenario.run(model, middleware=middleware if fixed else stamped)
+
+
 def _orphan_recipe(fixed: bool):
     """Notebook 08: a hand-made compaction keeps the last 5 messages wherever that cuts; the fix
     is labkit's, whose cut moves back to the AI message that made the tool calls."""
@@ -136,6 +147,7 @@ _RECIPES: dict[str, Callable[[bool], tuple]] = {
     "needle_lost": _needle_lost_recipe,
     "cost_blowup": _cost_blowup_recipe,
     "tool_tax": _tool_tax_recipe,
+    "cache_thrash": _cache_thrash_recipe,
     "orphan": _orphan_recipe,
     "raw_dump": _raw_dump_recipe,
 }
@@ -143,6 +155,7 @@ MODES = tuple(_RECIPES)
 """The failure modes, in the order notebook 16 visits them."""
 LABELS = {"hard_overflow": "hard overflow", "no_profile": "no profile", "goal_lost": "soft amnesia",
           "needle_lost": "needle lost", "cost_blowup": "cost blow-up", "tool_tax": "tool-schema tax",
+          "cache_thrash": "cache thrash",
           "orphan": "orphan tool message", "raw_dump": "raw subagent dump"}
 """Each mode in words, as the clinic's buttons show it (notebook 16)."""
 

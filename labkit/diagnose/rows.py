@@ -226,6 +226,23 @@ ROWS: tuple[Row, ...] = (
         Knob("SubagentSpec(..., tools=scenario.toolbox())", "labkit.isolate.SubagentSpec", "tools"),
         Knob('register_harness_profile("provider:model", HarnessProfile(excluded_tools=frozenset(unused)))',
              "deepagents.HarnessProfile", "excluded_tools")),
+    Row("cache_thrash", ("01", "05"),
+        Text("Input costs far more than tokens × the cached price: little is read from the "
+             "provider's prompt cache.",
+             "The start of the request changes from call to call — a time or a per-call note in "
+             "the system prompt, tools in a changing order, old messages rewritten (argument "
+             "shortening, frequent compactions) — so no call begins as an earlier one did.",
+             "Keep the start stable: put what changes at the end, in the newest message; keep the "
+             "tool list and its order fixed; let rewrites of old messages fire rarely, since "
+             "each re-sends everything after it at the full input price."),
+        Text("输入花费远高于“词元数 × 缓存价”：几乎没有从服务商的提示缓存里读到什么。",
+             "请求的开头每次调用都在变——系统提示词里写了时间或每次不同的说明、工具顺序在变、"
+             "旧消息被改写（参数截断、频繁压缩）——没有一次调用的开头和之前的一样。",
+             "让开头保持不变：会变的内容放到最后，放进最新一条消息；工具列表和顺序固定；"
+             "改写旧消息的操作少触发，因为每次改写都会让其后的全部内容按全价重新计费。"),
+        Knob("OffloadMiddleware(args_trigger=None)", "labkit.offload.OffloadMiddleware", "args_trigger"),
+        Knob('AnthropicPromptCachingMiddleware(ttl="1h")',
+             "langchain_anthropic.middleware.AnthropicPromptCachingMiddleware", "ttl")),
     Row("orphan", ("08",),
         Text("The provider rejects the request (HTTP 400): a tool message with no tool call "
              "before it.",
@@ -338,6 +355,12 @@ EVIDENCE: dict[str, tuple[str, str]] = {
         "{calls} calls, {tax:,} in all.",
         "工具定义占全部发送词元的 {share:.0%}：{calls} 次调用每次 {per_call:,} 词元，"
         "共 {tax:,}。"),
+    "cache_thrash": (
+        "A prompt cache could serve {share:.0%} of the input of {calls} calls ({read:,} of "
+        "{possible:,} tokens, OpenAI's rule); {head} of them did not even share the tools and "
+        "system prompt with an earlier call.",
+        "提示缓存只能覆盖 {calls} 次调用输入的 {share:.0%}（{possible:,} 个词元中的 {read:,} 个，"
+        "按 OpenAI 的规则）；其中 {head} 次连工具定义和系统提示词都没能和之前的调用共享。"),
     "orphan": (
         "Call {call} was refused as an invalid history ({reason}): a cut separated a tool call "
         "from its result.",

@@ -28,6 +28,7 @@ EXPECTED = {
     "needle_lost": {"needle_lost"},
     "cost_blowup": {"cost_blowup"},
     "tool_tax": {"tool_tax"},
+    "cache_thrash": {"cache_thrash"},
     "orphan": {"orphan"},
     "raw_dump": {"hard_overflow", "raw_dump"},
 }
