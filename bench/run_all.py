@@ -8,6 +8,7 @@ the first plot) and prints, last, exactly:
 
     bench: middleware_vs_floor=… loop_vs_deepagents=… tokens_vs_deepagents_max=… tokens_vs_naive_max=…
     tokens_vs_oracle_max=… knobs_cold_ms=… offload_cold_ms=… first_plot_s=…
+    cache_prediction_error_max=… cached_cost_vs_deepagents_max=…
 
 (one line). Ratios over windows are the worst of 128k, 60k and 32k; every time is CPU time, a
 median (bench/README.md says what each figure measures and leaves out). ``bench_replay`` and
@@ -24,6 +25,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # the bench modules, run from anywhere
 
+import bench_caching  # noqa: E402
 import bench_counting  # noqa: E402
 import bench_overhead  # noqa: E402
 import bench_replay  # noqa: E402
@@ -31,7 +33,8 @@ import bench_sliders  # noqa: E402
 import bench_tokens  # noqa: E402
 
 LINE = ("middleware_vs_floor", "loop_vs_deepagents", "tokens_vs_deepagents_max", "tokens_vs_naive_max",
-        "tokens_vs_oracle_max", "knobs_cold_ms", "offload_cold_ms", "first_plot_s")
+        "tokens_vs_oracle_max", "knobs_cold_ms", "offload_cold_ms", "first_plot_s",
+        "cache_prediction_error_max", "cached_cost_vs_deepagents_max")
 
 
 def _fmt(key: str, value: float) -> str:
@@ -55,7 +58,8 @@ def main() -> None:
              ("bench_overhead", lambda: bench_overhead.measure(repeats=args.repeats)),
              ("bench_sliders", lambda: bench_sliders.measure(args.moves, args.kernels)),
              ("bench_replay", lambda: bench_replay.measure(repeats=max(5, min(args.repeats, 11)))),
-             ("bench_counting", lambda: bench_counting.measure(max(3, min(args.repeats, 11) // 2)))]
+             ("bench_counting", lambda: bench_counting.measure(max(3, min(args.repeats, 11) // 2))),
+             ("bench_caching", lambda: bench_caching.measure())]
     for name, run in steps:
         print(f"\n=== {name} ===", flush=True)
         start = time.perf_counter()
