@@ -24,6 +24,7 @@ from langchain_core.messages import BaseMessage
 from labkit._replay_summary import Memo, carried, summary, xml_text
 from labkit._sizes import check_limit
 from labkit._synthetic import synthetic_run
+from labkit.caching import RULES, CachePrices, call_cost
 from labkit.model import summary_facts
 from labkit.scenario import needle
 from labkit.summarize import Event, SummarizeMiddleware, archive_path, next_fold, summary_message
@@ -153,6 +154,7 @@ class Replay:
     summary_output: int
     cost: float
     needle: str
+    cached_cost: float = 0.0  # the same with a prompt cache (OpenAI's rule, reads at a quarter)
 
     @property
     def calls(self) -> int:
@@ -222,6 +224,7 @@ class _Session:
     summary_out: int = 0
     overflow: int | None = None  # the first call that went over the window
     cut: int = 0  # the last event's cut (0 before any)
+    last_sent: tuple[int, int] | None = None  # (events so far, tokens) of the last request accepted
 
     def request(self, i: int, n: int) -> int:
         """The tokens call ``i`` sends with ``n`` messages in state, under the current event."""
@@ -270,12 +273,20 @@ class _Session:
             by[k] = prefix[n] - prefix[cut]
         by["summary"] += self.summary_tokens
         out = 0 if error else t.outputs[i]
+        # the prompt cache (labkit.caching): under the same summary, the last accepted request is a
+        # prefix of this one; after a new compaction only the tools and system prompt are
+        last = self.last_sent
+        same = last is not None and last[0] == len(self.events)
+        shared = last[1] if same else 0 if last is None else by["system"] + by["tools"]
+        whole = shared if same else 0
+        if error is None:
+            self.last_sent = (len(self.events), tokens)
         self.records.append(CallRecord(
             index=len(self.records), turn=t.turns[i], stored=t.prefix[n], seen=tokens, by_kind=by,
             messages_stored=n, messages_seen=n - cut + (1 if self.events else 0), output_tokens=out,
             cost=0.0 if error else cost(tokens, out, self.price), error=error,
             overflow=error is not None,  # the only error a replay makes: a request over the window
-            tool_calls=[] if error else t.tool_calls[i]))
+            tool_calls=[] if error else t.tool_calls[i], shared_prefix=shared, whole_prefix=whole))
 
     def call(self, i: int, n: int) -> bool:
         """One model call as SummarizeMiddleware makes it: compact past the trigger; over the
@@ -335,13 +346,16 @@ def replay(run: Any, *, trigger: tuple | None = None, keep: tuple | None = None,
     agent_in = sum(r.seen for r in s.records if r.error is None)
     agent_out = sum(r.output_tokens for r in s.records)
     total = cost(agent_in, agent_out, price) + cost(s.summary_in, s.summary_out, price)
+    tier = CachePrices(input=rates[0], read=rates[0] * 0.25, write=rates[0], output=rates[1])
+    cached = sum(call_cost(r, tier, RULES["openai"]) for r in s.records)
+    cached += cost(s.summary_in, s.summary_out, price)  # a summary call's prompt is new each time
     return Replay(
         knobs={"trigger": policy.trigger, "keep": policy.keep, "window": window, "profile": profile,
                "keep_figures": keep_figures, "archive": archive},
         seen=tuple(seen), records=tuple(s.records), events=tuple(s.events),
         event_calls=tuple(s.event_calls), event_records=tuple(s.event_records), overflow=s.overflow,
         died_at=died_at, tokens_sent=agent_in + s.summary_in, summary_input=s.summary_in,
-        summary_output=s.summary_out, cost=total,
+        summary_output=s.summary_out, cost=total, cached_cost=cached,
         needle=_needle_outcome(t, t.calls[i], s.events, died_at is not None, keep_figures))
 
 

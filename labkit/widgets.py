@@ -168,11 +168,13 @@ def knobs_result(run: Any, window: int = 128_000, trigger: float = 0.85, keep: f
         "model calls": result.calls, "compactions": len(result.events),
         "first overflow": "none" if result.overflow is None else f"call {result.overflow}",
         "tokens sent": result.tokens_sent, "of which summary calls": result.summary_input,
-        "cost ($)": round(result.cost, 4), "needle": result.needle}])
+        "cost ($)": round(result.cost, 4), "with a prompt cache ($)": round(result.cached_cost, 4),
+        "needle": result.needle}])
     died = "" if result.died_at is None else f"<b>the run dies</b> at call {result.died_at} · "
     status = (f"{died}needle: <b>{result.needle}</b> — {_NEEDLE_WORDS[result.needle]} · "
               f"<b>{len(result.events)}</b> compaction{'s' * (len(result.events) != 1)} · "
-              f"{result.tokens_sent:,} tokens sent (${result.cost:.2f})"
+              f"{result.tokens_sent:,} tokens sent (${result.cost:.2f}; "
+              f"${result.cached_cost:.2f} with a prompt cache)"
               f"{totals._repr_html_()}{events._repr_html_() if result.events else ''}")
     return {"replay": result, "figure": figure, "events": events, "totals": totals, "error": None,
             "values": values, "status": status}

@@ -116,3 +116,26 @@ def test_the_cache_curve_ends_at_the_run_costs():
     costs = caching.run_cost(run)
     assert plain == pytest.approx(costs["without caching"]), "the top line: no cache"
     assert cached == pytest.approx(costs["with caching"]), "the lower line: with the cache"
+
+
+def test_a_replay_finds_the_prefixes_the_real_run_recorded():
+    """The knobs panel's replays price a prompt cache too: under the run's own knobs a replay's
+    shared prefixes are the recorded run's, call by call."""
+    from labkit import replay
+
+    model = LabModel(window=60_000)
+    run = scenario.run(model, middleware=[SummarizeMiddleware(model)])
+    again = replay.replay(run, window=60_000)
+    assert [(r.shared_prefix, r.whole_prefix) for r in again.records] == \
+        [(r.shared_prefix, r.whole_prefix) for r in run.records], "the same prefixes"
+    assert 0 < again.cached_cost < again.cost, "a cache makes the same run cheaper"
+
+
+def test_the_knobs_panel_shows_dollars_with_a_cache():
+    from labkit import widgets
+
+    model = LabModel(window=60_000)
+    run = scenario.run(model, middleware=[SummarizeMiddleware(model)])
+    shown = widgets.knobs_result(run, window=60_000)
+    assert shown["totals"].column("with a prompt cache ($)")[0] < shown["totals"].column("cost ($)")[0]
+    assert "with a prompt cache" in shown["status"], "the status line says it too"
