@@ -139,14 +139,13 @@ class SlowDisk(FilesystemBackend):
         return found
 
 
-def test_a_backend_per_writer_on_one_folder_keeps_every_section(tmp_path):
-    """Eight threads, each with its own FilesystemBackend object on one folder (an app that builds
-    a backend per request), five sections each: all forty stay."""
+def eight_writers(make_backend, path: str) -> None:
+    """Eight threads, each with a backend of its own from ``make_backend()``, five sections each."""
     def writer(k: int) -> None:
-        backend = SlowDisk(root_dir=tmp_path, virtual_mode=True)
+        backend = make_backend()
         for n in range(1, 6):
             section = f"{k:012x}-{n}"
-            assert write_section(backend, "/h.md", section, archive_section(
+            assert write_section(backend, path, section, archive_section(
                 [HumanMessage(f"w{k} s{n}")], n, 0, FIXED, section=section)) is None
 
     threads = [threading.Thread(target=writer, args=(k,)) for k in range(8)]
@@ -154,6 +153,12 @@ def test_a_backend_per_writer_on_one_folder_keeps_every_section(tmp_path):
         t.start()
     for t in threads:
         t.join()
+
+
+def test_a_backend_per_writer_on_one_folder_keeps_every_section(tmp_path):
+    """Eight threads, each with its own FilesystemBackend object on one folder (an app that builds
+    a backend per request), five sections each: all forty stay."""
+    eight_writers(lambda: SlowDisk(root_dir=tmp_path, virtual_mode=True), "/h.md")
     sections = read_archive((tmp_path / "h.md").read_text(encoding="utf-8"))
     assert len(sections) == 40, f"{len(sections)} of 40 sections kept"
 
@@ -363,19 +368,11 @@ def test_a_section_a_subagent_overwrote_is_written_again_from_state():
 def test_a_composite_backend_per_writer_locks_the_real_file(tmp_path):
     from deepagents.backends import CompositeBackend
 
-    def writer(k: int) -> None:
+    def backend():
         disk = SlowDisk(root_dir=tmp_path, virtual_mode=True)
-        backend = CompositeBackend(default=MemoryBackend(), routes={"/conversation_history/": disk})
-        for n in range(1, 6):
-            section = f"{k:012x}-{n}"
-            assert write_section(backend, "/conversation_history/t.md", section, archive_section(
-                [HumanMessage(f"w{k} s{n}")], n, 0, FIXED, section=section)) is None
+        return CompositeBackend(default=MemoryBackend(), routes={"/conversation_history/": disk})
 
-    threads = [threading.Thread(target=writer, args=(k,)) for k in range(8)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    eight_writers(backend, "/conversation_history/t.md")
     assert len(read_archive((tmp_path / "t.md").read_text(encoding="utf-8"))) == 40, "all forty sections"
 
 
