@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
-import json
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -23,6 +22,8 @@ from typing import Any
 
 from langchain.agents.middleware import AgentMiddleware
 from langchain_core.messages import SystemMessage
+
+from labkit._digest import message_digest
 
 __all__ = ["RULES", "TIERS", "CachePrices", "CacheRule", "PrefixCache", "StampedSystemPrompt",
            "cached_tokens", "call_cost", "run_cost"]
@@ -82,24 +83,8 @@ TIERS: dict[str, CachePrices] = {
 def _key(block: Any) -> str:
     """A block's identity for the cache: everything the provider would render of it."""
     if isinstance(block, str):
-        body = block
-    elif (known := _KEYS.get(id(block))) is not None and known[0] is block:
-        return known[1]  # the same message object as in an earlier request: no rehash
-    else:
-        body = json.dumps([getattr(block, "type", None), getattr(block, "content", None),
-                           [[c.get("name"), c.get("args"), c.get("id")]
-                            for c in getattr(block, "tool_calls", None) or ()],
-                           getattr(block, "tool_call_id", None), getattr(block, "name", None)],
-                          sort_keys=True, default=repr, ensure_ascii=False)
-    key = hashlib.sha256(body.encode("utf-8", "surrogatepass")).hexdigest()[:16]
-    if not isinstance(block, str):
-        if len(_KEYS) > 8192:
-            _KEYS.clear()
-        _KEYS[id(block)] = (block, key)
-    return key
-
-
-_KEYS: dict[int, tuple[Any, str]] = {}  # id(message) -> (message, key); a sent message is not edited
+        return hashlib.sha256(block.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+    return message_digest(block)
 
 
 class PrefixCache:

@@ -13,7 +13,6 @@ tokens and the provider's own tokenizer — ``usage_metadata`` is the number a p
 
 from __future__ import annotations
 
-import hashlib
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -24,6 +23,7 @@ from langchain.agents.middleware import AgentMiddleware, ModelRequest
 from langchain_core.messages import AIMessage, BaseMessage
 from langgraph.config import get_config
 
+from labkit._digest import message_digest
 from labkit._token_cache import tool_calls_of
 from labkit.caching import PrefixCache
 from labkit.errors import is_overflow
@@ -117,8 +117,7 @@ def _whose() -> dict[str, str | None]:
 def _summary_key(messages: list[BaseMessage]) -> str | None:
     """Twelve hex characters naming the first summary message in a request."""
     found = next((m for m in messages if kind_of(m) == "summary"), None)
-    return None if found is None else hashlib.sha256(
-        message_text(found).encode("utf-8", "surrogatepass")).hexdigest()[:12]
+    return None if found is None else message_digest(found)[:12]  # once per summary object
 
 
 def measure(messages: list[BaseMessage], system: BaseMessage | None = None,

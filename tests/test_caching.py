@@ -139,3 +139,13 @@ def test_the_knobs_panel_shows_dollars_with_a_cache():
     shown = widgets.knobs_result(run, window=60_000)
     assert shown["totals"].column("with a prompt cache ($)")[0] < shown["totals"].column("cost ($)")[0]
     assert "with a prompt cache" in shown["status"], "the status line says it too"
+
+
+def test_the_tiers_have_the_ratios_the_notebooks_state():
+    """Notebook 01 and 07 say: Anthropic reads at 0.1x and writes at 1.25x the input price;
+    notebook 07's panel: OpenAI-like reads at a quarter, with no write fee."""
+    anthropic, openai = caching.TIERS["anthropic-like"], caching.TIERS["openai-like"]
+    assert anthropic.read / anthropic.input == pytest.approx(0.1), "Anthropic reads at a tenth"
+    assert anthropic.write / anthropic.input == pytest.approx(1.25), "Anthropic writes at 1.25x"
+    assert openai.read / openai.input == pytest.approx(0.25), "OpenAI-like reads at a quarter"
+    assert openai.write == openai.input, "OpenAI charges no write fee"

@@ -198,11 +198,13 @@ def _messages(body: str, nonce: str) -> list[BaseMessage]:
     return found
 
 
-def with_section(archive: str, section: str, text: str, fold: str | None = None) -> str | None:
+def with_section(archive: str, section: str, text: str, fold: str | None = None,
+                 sections: Sequence[Section] | None = None) -> str | None:
     """``archive`` with ``text`` in place of section ``section`` when that section holds the same
     ``fold`` (a redo), or appended when there is none; ``None`` when another fold holds the id (a
-    fork, or a conversation id reused). Nothing else in the file is touched. Notebook 09."""
-    for found in read_archive(archive):
+    fork, or a conversation id reused). Nothing else in the file is touched. ``sections``: the
+    archive already read (:func:`read_archive`), or read here. Notebook 09."""
+    for found in read_archive(archive) if sections is None else sections:
         if found.id != section or found.end is None:
             continue  # a section cut short is kept as it is, and its redo appended
         if fold is not None and found.fold != fold:
@@ -291,9 +293,10 @@ def _write_section(backend: Any, path: str, section: str, text: str, fold: str |
         if found.error not in (None, "file_not_found"):
             return found.error
         old = found.content.decode("utf-8") if found.content else ""
+        sections = read_archive(old)  # read once: what restore appends moves none of them
         if restore is not None:
-            old += restore({s.id for s in read_archive(old)})
-        new = with_section(old, section, text, fold)
+            old += restore({s.id for s in sections})
+        new = with_section(old, section, text, fold, sections)
         if new is None:
             return TAKEN
         error = getattr(backend.write(path, new), "error", None)

@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import bisect
 import functools
-import hashlib
-import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -22,6 +20,7 @@ from xml.sax.saxutils import escape, quoteattr
 from langchain_core.messages import BaseMessage, HumanMessage, ToolMessage, get_buffer_string
 
 from labkit import prompts
+from labkit._digest import message_digest
 from labkit._sizes import size_threshold
 
 __all__ = [
@@ -195,23 +194,9 @@ def next_fold(messages: Sequence[BaseMessage], events: Sequence[Event], request_
 
 
 def message_key(message: BaseMessage) -> str | None:
-    """A message's id and a hash of its content and tool call ids — ``None`` without an id: an
-    application that reuses an id after a reset has not made the old message come back."""
-    if not message.id:
-        return None
-    known = _KEYS.get(id(message))
-    if known is not None and known[0] is message:
-        return known[1]  # the same object again (every call sends the same messages): no rehash
-    calls = [tc.get("id") for tc in getattr(message, "tool_calls", None) or []]
-    body = json.dumps([message.content, calls], sort_keys=True, default=repr, ensure_ascii=False)
-    key = f"{message.id}#{hashlib.sha256(body.encode('utf-8', 'surrogatepass')).hexdigest()[:10]}"
-    if len(_KEYS) > 4096:
-        _KEYS.clear()
-    _KEYS[id(message)] = (message, key)
-    return key
-
-
-_KEYS: dict[int, tuple[BaseMessage, str]] = {}  # id(message) -> (message, its key): a message is not edited
+    """A message's id and a hash of what it says (``labkit._digest``) — ``None`` without an id:
+    an application that reuses an id after a reset has not made the old message come back."""
+    return f"{message.id}#{message_digest(message)[:10]}" if message.id else None
 
 
 def cut_in(messages: Sequence[BaseMessage], event: Event) -> int | None:
