@@ -16,17 +16,19 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from types import SimpleNamespace
 from typing import Any
 
 from langchain.agents.middleware import AgentMiddleware
 from langchain_core.messages import SystemMessage
 
 from labkit._digest import message_digest
+from labkit.tokens import TokenCounter
 
 __all__ = ["RULES", "TIERS", "CachePrices", "CacheRule", "PrefixCache", "StampedSystemPrompt",
-           "cached_tokens", "call_cost", "run_cost"]
+           "cached_tokens", "call_cost", "requests_as_records", "run_cost"]
 
 
 @dataclass(frozen=True)
@@ -154,6 +156,21 @@ def run_cost(records: Sequence[Any], prices: CachePrices | str = "openai-like",
     plain = sum(r.seen * prices.input + r.output_tokens * prices.output for r in sent) / 1e6
     return {"without caching": plain, "with caching": sum(call_cost(r, prices, rule) for r in sent),
             "read from cache": sum(reads) / max(1, sum(r.seen for r in sent))}
+
+
+def requests_as_records(requests: Iterable[Sequence[Any]], fixed: int = 0,
+                        counter: TokenCounter | None = None) -> list[SimpleNamespace]:
+    """Requests that were never sent — lists of messages, e.g. a middleware's ``view`` of each
+    call of a recorded run — as records :func:`run_cost` and :func:`call_cost` can price: the
+    tokens of each (``fixed``: the tools and system prompt, the same on every call) and the
+    prefix it shares with the requests before it. No output tokens. Notebook 05."""
+    counter, cache, out = counter or TokenCounter(), PrefixCache(), []
+    for i, messages in enumerate(requests):
+        blocks = [("tools and system prompt", fixed), *((m, counter.message(m)) for m in messages)]
+        shared, whole = cache.observe(blocks)
+        out.append(SimpleNamespace(index=i, seen=sum(t for _, t in blocks), shared_prefix=shared,
+                                   whole_prefix=whole, output_tokens=0, error=None))
+    return out
 
 
 class StampedSystemPrompt(AgentMiddleware):

@@ -151,7 +151,8 @@ class OffloadMiddleware(AgentMiddleware):
       so reading an evicted result back never evicts it again.
     * **Old tool inputs** (``wrap_model_call``): once the request passes ``args_trigger``, long
       string arguments of ``write_file`` / ``edit_file`` calls older than the protected
-      ``args_keep`` window are shortened *in the request only*; state keeps them.
+      ``args_keep`` window are shortened *in the request only*; state keeps them. The cut moves
+      in steps of ``args_step`` messages, so a prompt cache breaks once a step, not every call.
     * **Large human messages** (``wrap_model_call``): a user message over ``human_limit`` tokens
       is saved under ``/conversation_history/``; state keeps it whole, the model sees a stub.
 
@@ -167,6 +168,8 @@ class OffloadMiddleware(AgentMiddleware):
         args_trigger: when the request exceeds this size, truncate old file-tool arguments
             (``None``: never). ``("fraction", f)`` needs the model's profile or ``window``.
         args_keep: the recent window whose arguments are never truncated.
+        args_step: the cut before that window moves this many messages at a time (1: every
+            message, as deepagents does; more keeps the request's prefix — and a cache — stable).
         arg_max_length: arguments longer than this many characters are shortened.
         exempt_tools: tools whose results are never evicted; must include ``read_file``.
         head_lines, tail_lines: how many lines of the file the stub previews (0 to 1000 each).
@@ -187,6 +190,7 @@ class OffloadMiddleware(AgentMiddleware):
         human_limit: int | None = 50_000,
         args_trigger: tuple | None = ("fraction", 0.85),
         args_keep: tuple = ("messages", 20),
+        args_step: int = 1,
         arg_max_length: int = 2000,
         exempt_tools: Sequence[str] = EXEMPT_TOOLS,
         head_lines: int = 5,
@@ -199,6 +203,7 @@ class OffloadMiddleware(AgentMiddleware):
         self.args_trigger = None if args_trigger is None else \
             check_size("args_trigger", args_trigger, ("fraction", "tokens"))
         self.args_keep = check_size("args_keep", args_keep)
+        self.args_step = check_count("args_step", args_step, "messages")
         self.arg_max_length = check_limit("arg_max_length", arg_max_length, allow_none=False)
         self.window = check_limit("window", window)
         for knob, v in (("head_lines", head_lines), ("tail_lines", tail_lines)):
@@ -318,8 +323,8 @@ class OffloadMiddleware(AgentMiddleware):
         total = sum(self._measure(out, system, tools).values())
         if total <= threshold:
             return out
-        return truncate_args(out, _protect_from(out, self.args_keep, window, self.counter),
-                             self.arg_max_length)
+        cut = _protect_from(out, self.args_keep, window, self.counter) // self.args_step * self.args_step
+        return truncate_args(out, cut, self.arg_max_length)
 
     def _prepare(self, request):
         messages = list(request.messages)

@@ -149,3 +149,13 @@ def test_the_tiers_have_the_ratios_the_notebooks_state():
     assert anthropic.write / anthropic.input == pytest.approx(1.25), "Anthropic writes at 1.25x"
     assert openai.read / openai.input == pytest.approx(0.25), "OpenAI-like reads at a quarter"
     assert openai.write == openai.input, "OpenAI charges no write fee"
+
+
+def test_requests_never_sent_are_priced_like_a_recorded_run():
+    """``requests_as_records`` gives the recorded prefixes for the requests a run did send."""
+    model = LabModel(window=1_000_000)
+    run = scenario.run(model, turns=(scenario.BRIEFINGS,))
+    fixed = run.records[0].by_kind["tools"]
+    priced = caching.requests_as_records([c.messages for c in model.calls], fixed=fixed)
+    assert [(r.seen, r.shared_prefix, r.whole_prefix) for r in priced] == \
+        [(r.seen, r.shared_prefix, r.whole_prefix) for r in run.records]

@@ -22,7 +22,7 @@ from langchain_core.exceptions import ContextOverflowError
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langgraph.types import Command
 
-from labkit import LabModel, count_tokens, offload, scenario
+from labkit import LabModel, caching, count_tokens, offload, scenario
 from labkit.offload import (
     LINE_LIMIT,
     OFFLOADED,
@@ -410,6 +410,32 @@ def test_old_arguments_are_truncated_in_the_request_only():
     assert run.records[-1].seen < run.records[-1].stored + run.records[-1].by_kind["tools"]
 
 
+@pytest.mark.parametrize("step", [1, 3, 7])
+def test_the_cut_moves_in_steps_and_never_into_the_protected_window(step):
+    """``args_step``: the old calls shortened are those before the last multiple of the step at or
+    before the ``args_keep`` window, so the cut moves once per ``step`` messages."""
+    history = [m for i in range(12) for m in _write(i, 3000)]  # a write_file call and its result, 12 times
+    off = OffloadMiddleware(args_trigger=("tokens", 100), args_keep=("messages", 4), args_step=step)
+    for n in range(1, len(history) + 1):
+        view = off.view(history[:n])
+        cut = max(n - 4, 0) // step * step
+        assert [view[i] is not history[i] for i in range(n)] == \
+            [i < cut and isinstance(history[i], AIMessage) for i in range(n)], (n, cut)
+
+
+def test_a_stepped_cut_rewrites_the_request_less_often():
+    """What ``args_step`` is for: a cached prefix breaks once per step, not every time a call
+    leaves the window (notebook 05's table, on a short history)."""
+    history = [m for i in range(30) for m in _write(i, 3000)]
+
+    def rewrites(step):
+        off = OffloadMiddleware(args_trigger=("tokens", 100), args_keep=("messages", 6), args_step=step)
+        recs = caching.requests_as_records(off.view(history[:n]) for n in range(1, len(history) + 1))
+        return sum(b.shared_prefix < a.seen for a, b in zip(recs, recs[1:]))
+
+    assert rewrites(10) * 3 < rewrites(1)
+
+
 def test_a_fraction_trigger_without_profile_or_window_warns_and_truncates_nothing():
     off = OffloadMiddleware(args_trigger=("fraction", 0.5))
     with pytest.warns(UserWarning, match="no profile"):
@@ -449,6 +475,7 @@ def test_without_offloading_the_transcript_run_overflows_128k():
     ("args_trigger", ("fraction", 0)), ("args_trigger", ("fraction", 1.5)), ("args_trigger", ("messages", 5)),
     ("args_trigger", ("tokens", 0)), ("args_trigger", "85%"), ("args_keep", ("messages", 0)),
     ("args_keep", ("tokens", 1.5)), ("args_keep", ("lines", 3)), ("head_lines", -1), ("tail_lines", 5000),
+    ("args_step", 0), ("args_step", 2.0),
 ])
 def test_every_knob_is_checked_with_a_message_naming_it(knob, value):
     with pytest.raises(ValueError, match=knob):
