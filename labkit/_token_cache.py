@@ -199,7 +199,10 @@ class ToolTokens:
     @staticmethod
     def key(tool: Any, encoding_name: str) -> tuple:
         if isinstance(tool, dict) and "function" in tool:
-            return "schema", encoding_name, json.dumps(tool["function"], sort_keys=True)
+            shared = _SHARED.get(id(tool))  # one of openai_schema's, never changed: its JSON made once
+            text = shared[1] if shared is not None and shared[0] is tool else \
+                json.dumps(tool["function"], sort_keys=True)
+            return "schema", encoding_name, text
         if isinstance(tool, dict):  # another schema format langchain converts: by content too
             return "dict", encoding_name, json.dumps(tool, sort_keys=True, default=repr)
         shape = tool_shape(tool)
@@ -229,6 +232,7 @@ class ToolTokens:
 
 
 _SCHEMAS = ToolTokens()  # the same LRU and keys, holding schemas instead of counts
+_SHARED: dict[int, tuple[dict, str]] = {}  # id -> (a schema openai_schema returned, its key's JSON)
 
 
 def openai_schema(tool: Any, convert: Callable[[Any], dict]) -> dict:
@@ -239,4 +243,9 @@ def openai_schema(tool: Any, convert: Callable[[Any], dict]) -> dict:
     by ``LabModel.bind_tools`` and ``TokenCounter.tool``, so a tool bound and counted is converted
     once. The schema returned is shared: callers must not change it.
     """
-    return _SCHEMAS.get(tool, "openai", lambda: convert(tool))
+    schema = _SCHEMAS.get(tool, "openai", lambda: convert(tool))
+    if id(schema) not in _SHARED:  # counted by identity from now on (it is never changed)
+        if len(_SHARED) >= TOOL_CACHE_SIZE:
+            _SHARED.clear()
+        _SHARED[id(schema)] = schema, json.dumps(schema["function"], sort_keys=True)
+    return schema

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import tiktoken
@@ -226,6 +226,12 @@ def tool_schema_tokens(tools: Sequence[Any], encoding_name: str = DEFAULT_ENCODI
     """Tokens the tool schemas add to every call: the JSON of each tool's name, description and
     parameters, as providers send them. Notebook 06."""
     return sum(_shared(encoding_name).tool(t) for t in tools)
+
+
+def _remember(text: str, count: Callable[[], int], encoding_name: str = DEFAULT_ENCODING) -> None:
+    """The count of ``text`` from ``count()`` — a caller that counts it exactly in pieces no
+    pre-token spans (``labkit._offload_runs``) — unless known: the next count of it is a look-up."""
+    _TEXT_TOKENS.get(encoding_name, text, count)
 
 
 def approx_tokens(text_or_messages: str | BaseMessage | Sequence[BaseMessage]) -> int:

@@ -13,14 +13,14 @@ offload setting re-runs the scenario).
 
 from __future__ import annotations
 
-from collections import OrderedDict
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from html import escape
 from typing import Any
 
 import ipywidgets as ipw
 
 from labkit import diagnose, plots, scenario, tables
+from labkit._offload_runs import OffloadRuns
 from labkit._panel import Panel, check_knob
 from labkit._paths import RESULTS_DIR
 from labkit.model import LabModel
@@ -52,10 +52,14 @@ def offload_result(window: int = 128_000, offload: bool = True, tool_limit: int 
     numbers a learner reads off it: ``run``, ``score``, ``peak`` (most tokens one call saw),
     ``evicted`` (paths written), ``overflowed``, ``figure``, a one-line ``status`` and ``weighed``
     (each tool result's tokens, as compared with ``tool_limit``). Notebook 04."""
+    run, weighed = _run_at(window, offload, tool_limit, export_scale)
+    return _offload_view(run, weighed, window, offload, tool_limit, export_scale)
+
+
+def _run_at(window: int, offload: bool, tool_limit: int, export_scale: float) -> tuple:
     middleware = [OffloadMiddleware(tool_limit=tool_limit)] if offload else []
     run = scenario.run(LabModel(window=window), middleware=middleware, export_scale=export_scale)
-    weighed = tuple(middleware[0].weighed) if offload else ()
-    return _offload_view(run, weighed, window, offload, tool_limit, export_scale)
+    return run, tuple(middleware[0].weighed) if offload else ()
 
 
 def _offload_view(run, weighed: tuple, window: int, offload: bool, tool_limit: int,
@@ -74,32 +78,6 @@ def _offload_view(run, weighed: tuple, window: int, offload: bool, tool_limit: i
             "overflowed": run.error is not None, "figure": figure, "status": status, "weighed": weighed,
             "values": {"window": window, "offload": offload, "tool_limit": tool_limit,
                        "export_scale": export_scale}}
-
-
-def _by_outcome(compute: Callable[..., dict]) -> Callable[..., dict]:
-    """``offload_result`` that re-runs the scenario only when a move changes what is evicted.
-
-    The run is deterministic and the stub does not name the limit, so two limits that make the
-    same evict-or-keep decision on every result the run weighed give the same run: only its
-    title and status are redrawn (``tool_limit`` has a handful of distinct outcomes per setting).
-    Runs are kept for the 32 settings used last, as the panel keeps its results.
-    """
-    runs: OrderedDict[tuple, list[dict]] = OrderedDict()
-
-    def result(window: int, offload: bool, tool_limit: int, export_scale: float) -> dict:
-        same = runs.setdefault((window, offload, export_scale), [])
-        runs.move_to_end((window, offload, export_scale))
-        while len(runs) > 32:
-            runs.popitem(last=False)
-        for done in same:
-            limit = done["values"]["tool_limit"]
-            if not offload or all((n > tool_limit) == (n > limit) for n in done["weighed"]):
-                return _offload_view(done["run"], done["weighed"], window, offload, tool_limit,
-                                     export_scale)
-        same.append(compute(window=window, offload=offload, tool_limit=tool_limit,
-                            export_scale=export_scale))
-        return same[-1]
-    return result
 
 
 def offload_panel(window: int = 128_000, offload: bool = True, tool_limit: int = 20_000,
@@ -125,7 +103,17 @@ def offload_panel(window: int = 128_000, offload: bool = True, tool_limit: int =
     controls["offload"].observe(
         lambda change: setattr(controls["tool_limit"], "disabled", not change["new"]), names="value")
     controls["tool_limit"].disabled = not offload
-    return Panel(_by_outcome(offload_result), controls)
+    limits, scales = controls["tool_limit"], controls["export_scale"]
+    steps = round((scales.max - scales.min) / scales.step)
+    runs = OffloadRuns(_run_at,  # run first: the most and the least evicted, and none (labkit._offload_runs)
+                       [(True, limits.min, export_scale), (True, limits.max, scales.min),
+                        (False, tool_limit, export_scale)],
+                       [round(scales.min + k * scales.step, 10) for k in range(steps + 1)])
+
+    def result(window: int, offload: bool, tool_limit: int, export_scale: float) -> dict:
+        run, weighed = runs(window, offload, tool_limit, export_scale)
+        return _offload_view(run, weighed, window, offload, tool_limit, export_scale)
+    return Panel(result, controls)
 
 
 # -- notebook 07: summarization knobs, replayed ------------------------------------------------
