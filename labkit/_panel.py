@@ -7,6 +7,7 @@ What it leaves out: layout beyond a column of controls, status line and figure.
 
 from __future__ import annotations
 
+import gc
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
@@ -60,6 +61,9 @@ class Panel:
         controls: ipywidgets by knob name — ``IntSlider``, ``FloatSlider``, ``Checkbox`` or
             ``ToggleButtons`` (one button per choice).
         cache_size: how many settings to remember.
+        collect: run Python's garbage collector once the panel is made, so that what making it
+            left behind is not collected during the first moves (a full collection in a kernel of a
+            few hundred thousand objects takes ~100 ms; 2026-12-02, ``bench_sliders.py``).
 
     Example:
         >>> # panel = Panel(lambda n: {"figure": make(n)}, {"n": ipw.IntSlider(3, min=1, max=9)})
@@ -67,7 +71,7 @@ class Panel:
     """
 
     def __init__(self, compute: Callable[..., dict], controls: Mapping[str, ipw.Widget],
-                 cache_size: int = 32) -> None:
+                 cache_size: int = 32, collect: bool = False) -> None:
         if not controls:
             raise ValueError("a Panel needs at least one control")
         for knob, control in controls.items():
@@ -86,6 +90,8 @@ class Panel:
         self.widget = ipw.VBox([*self.controls.values(), self.status, self.view.widget])
         for control in self.controls.values():
             control.observe(self._changed, names="value")
+        if collect:
+            gc.collect()
 
     @property
     def values(self) -> dict[str, Any]:

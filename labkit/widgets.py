@@ -1,14 +1,14 @@
 """ipywidgets panels: sliders that re-run the lab and redraw a figure, in one call from a notebook.
 
-Notebook 04 introduces them with :func:`offload_panel` (each move re-runs the scenario, cached per
-setting); notebook 07 adds :func:`knobs`, which replays a recorded run under new summarization
-knobs (``labkit.replay``, milliseconds); notebook 16 adds :func:`clinic`, one button per failure
-mode of ``labkit.diagnose``. Each is a :class:`Panel` (``labkit._panel``): ``.controls``,
-``.result`` (a dict with a ``"figure"``), ``.drawn`` (the figure on screen; in JupyterLab redrawn
-in place) and ``.widget``. Nothing is displayed when a panel is made, nothing happens at import,
-and the computing functions return their results and never print (nbval-safe).
-What it leaves out: replaying offloading (eviction changes the tool results themselves, so each
-offload setting re-runs the scenario).
+Notebook 04 introduces them with :func:`offload_panel` (each move shows what running the scenario
+at that setting shows, walked from a few real runs: ``labkit._offload_runs``); notebook 07 adds
+:func:`knobs`, which replays a recorded run under new summarization knobs (``labkit.replay``);
+notebook 16 adds :func:`clinic`, one button per failure mode of ``labkit.diagnose``. Each is a
+:class:`Panel` (``labkit._panel``): ``.controls``, ``.result`` (a dict with a ``"figure"``),
+``.drawn`` (the figure on screen; in JupyterLab redrawn in place) and ``.widget``. Nothing is
+displayed when a panel is made, nothing happens at import, and the computing functions return
+their results and never print (nbval-safe). What it leaves out: replaying a clinic case (each
+button runs the failure and its fix).
 """
 
 from __future__ import annotations
@@ -82,8 +82,11 @@ def _offload_view(run, weighed: tuple, window: int, offload: bool, tool_limit: i
 
 def offload_panel(window: int = 128_000, offload: bool = True, tool_limit: int = 20_000,
                   export_scale: float = 1.0) -> Panel:
-    """Sliders for the eviction limit, the tool output size and the window; each move re-runs the
-    scenario (:func:`offload_result`) and redraws tokens per model call with the window line.
+    """Sliders for the eviction limit, the tool output size and the window; each move shows what
+    :func:`offload_result` — the scenario run at that setting — shows, tokens per model call with
+    the window line, without running it: the panel runs the scenario three times when it is made
+    (the most and the least evicted, and no offloading) and walks each setting from the run the lab
+    model agrees with (``labkit._offload_runs``; a setting where it decides otherwise is run).
 
     Knobs: ``window`` 16,000–200,000 tokens; ``offload`` on or off; ``tool_limit`` 2,000–60,000
     tokens (a result over it is evicted); ``export_scale`` 0.1–2.0 (every export resized).
@@ -113,7 +116,7 @@ def offload_panel(window: int = 128_000, offload: bool = True, tool_limit: int =
     def result(window: int, offload: bool, tool_limit: int, export_scale: float) -> dict:
         run, weighed = runs(window, offload, tool_limit, export_scale)
         return _offload_view(run, weighed, window, offload, tool_limit, export_scale)
-    return Panel(result, controls)
+    return Panel(result, controls, collect=True)
 
 
 # -- notebook 07: summarization knobs, replayed ------------------------------------------------
@@ -222,7 +225,7 @@ def knobs(run: Any = None, window: int = 128_000, trigger: float = 0.85, keep: f
     for knob in ("profile", "keep_messages"):
         controls[knob].observe(enable, names="value")
     enable()
-    return Panel(lambda **values: knobs_result(traj, **values), controls)
+    return Panel(lambda **values: knobs_result(traj, **values), controls, collect=True)
 
 
 # -- notebook 16: the clinic's failure-mode buttons ----------------------------------------------

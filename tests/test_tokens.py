@@ -291,6 +291,30 @@ def test_tool_schema_tokens_of_deepagents_file_tools():
     assert tool_schema_tokens(scenario.tools()) < n
 
 
+def test_a_shared_schema_is_keyed_once_and_counts_as_its_copy(monkeypatch):
+    """A schema ``openai_schema`` returned (shared, never changed) is keyed by its JSON made once;
+    an equal copy counts the same, an edited copy afresh."""
+    from langchain_core.utils.function_calling import convert_to_openai_tool
+
+    from labkit import _token_cache
+
+    [tool] = [t for t in scenario.tools() if t.name == "search_news"]
+    schema = _token_cache.openai_schema(tool, convert_to_openai_tool)
+    counter, copied = TokenCounter(), json.loads(json.dumps(schema))
+    dumped = []
+    real = _token_cache.json.dumps
+
+    def dumps(*args, **kwargs):
+        if kwargs.get("sort_keys"):  # a key's JSON (a schema's own text is dumped without sorting)
+            dumped.append(args)
+        return real(*args, **kwargs)
+    monkeypatch.setattr(_token_cache.json, "dumps", dumps)
+    assert counter.tool(schema) == counter.tool(copied) == tool_schema_tokens([tool])
+    assert len(dumped) == 1, "a key is made for the copy, not again for the shared schema"
+    copied["function"]["description"] += " Twice as long, twice as long, twice as long."
+    assert counter.tool(copied) > counter.tool(schema), "an edited copy is counted afresh"
+
+
 def test_cost():
     assert cost(1_000_000, 0, "small") == pytest.approx(PRICES["small"][0])
     assert cost(1000, 1000, (1.0, 4.0)) == pytest.approx(0.005)
