@@ -12,8 +12,7 @@ machine is shared, and a move is all in the kernel's one thread), each a median:
 - ``offload_cold_ms`` — ``widgets.offload_panel``: moves of ``tool_limit`` to values not seen
   (a move that evicts what an earlier move evicted redraws it; the others walk the panel's
   recorded runs, ``labkit._offload_runs``), median of ``--moves``; a few ``window`` and
-  ``export_scale`` moves are
-  printed beside it.
+  ``export_scale`` moves are printed beside it.
 - with plotly's ``colab`` renderer (what Colab sets), the same knobs moves: each also sends the
   figure as HTML (``labkit._render``), printed beside ``knobs_cold_ms``.
 - ``offload_cold_ms`` and the other offload moves run with ``JUPYTER`` too.

@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from typing import Any
+from xml.sax.saxutils import escape
 
 from langchain_core.messages import BaseMessage
 
@@ -50,10 +51,12 @@ class Memo:
     pieces: dict = field(default_factory=dict)  # a piece of text (PIECES) -> its BPE tokens
     bodies: dict = field(default_factory=dict)  # a summary -> tokens of its tagged body
     carried: dict = field(default_factory=dict)  # event -> tokens of its summary message (carried)
+    tails: dict = field(default_factory=dict)  # a summary -> its message's XML from its tags on (_head)
 
     def clear(self) -> None:
         """Forget everything."""
-        for memo in (self.folds, self.heads, self.templates, self.pieces, self.bodies, self.carried):
+        for memo in (self.folds, self.heads, self.templates, self.pieces, self.bodies, self.carried,
+                     self.tails):
             memo.clear()
 
 
@@ -92,9 +95,33 @@ def _head(t: Any, message: BaseMessage, last: Event) -> tuple[int, list]:
     key = (last.summary, last.number, last.cut, last.archive)
     heads = t.memo.heads
     if key not in heads:
-        text = xml_text(message)
-        heads[key] = (by_pieces(t, text), [summary_facts(text)])
+        heads[key] = _in_parts(t, message, last) or _whole(t, message)
     return heads[key]
+
+
+def _whole(t: Any, message: BaseMessage) -> tuple[int, list]:
+    text = xml_text(message)
+    return by_pieces(t, text), [summary_facts(text)]
+
+
+def _in_parts(t: Any, message: BaseMessage, last: Event) -> tuple[int, list] | None:
+    """:func:`_whole` from two parts that meet at a newline: the message's XML up to its head's
+    last line, and from the summary's tags on. Facts and PIECES add up across it (``merge``), and
+    the second part, kept per summary, is shared by most events of a long record (new folds, the
+    same summary); ``None`` where a part would not be plain text (``_whole`` then)."""
+    head, body = summary_parts(last)
+    if escape(head) != head or not head.endswith("\n\n"):
+        return None
+    if last.summary not in t.memo.tails:
+        whole = xml_text(message)  # once per summary: the rendering it is checked against
+        start, tail = whole[:whole.index(">") + 1], escape(body) + whole[whole.rindex("</"):]
+        t.memo.tails[last.summary] = (start, tail, by_pieces(t, tail), summary_facts(tail)) \
+            if whole == start + head + tail else None
+    if t.memo.tails[last.summary] is None:
+        return None
+    start, _, tokens, facts = t.memo.tails[last.summary]
+    first = start + head[:-1]  # then the newline where the two parts meet
+    return by_pieces(t, first + "\n") + tokens, [summary_facts(first), facts]
 
 
 def by_pieces(t: Any, text: str) -> int:

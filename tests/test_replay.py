@@ -320,7 +320,8 @@ def test_a_memo_shared_by_slider_moves_gives_what_a_fresh_trajectory_gives(recor
 @pytest.mark.parametrize("archive", [True, False])
 def test_summary_messages_are_counted_as_a_whole_would_be(archive):
     """The replay counts the message carrying a summary, and its XML in the next summary prompt, from
-    pieces kept per summary (labkit._replay_summary): each equals a BPE count of the whole text."""
+    pieces kept per summary (labkit._replay_summary): each equals a BPE count of the whole text, and
+    the facts the next summary reads of it, taken in two parts, are the whole text's."""
     from labkit import _replay_summary as rs
     from labkit.summarize import summary_message
     from labkit.tokens import TokenCounter, message_text
@@ -335,7 +336,8 @@ def test_summary_messages_are_counted_as_a_whole_would_be(archive):
             head = traj.memo.heads.get((event.summary, event.number, event.cut, event.archive))
             if head is not None:
                 assert head[0] == counter.text(rs.xml_text(message)), event.number
-                checked += 1
+                assert merge(head[1]) == summary_facts(rs.xml_text(message)), "its facts, read in two parts"
+                checked += len(head[1]) == 2  # read in two parts (rs._in_parts)
     assert checked > 10, "re-folds were checked"
 
 
