@@ -126,9 +126,9 @@ def measure(calls=(20, 200, 800), repeats: int = 3, memory: bool = False) -> dic
     out = {}
     if 20 in calls and 800 in calls:
         out["per_call_growth_800"] = ms[("labkit", 800, "labkit")] / ms[("labkit", 20, "labkit")]
+        loop = {s: ms[(s, 800, "loop")] / ms[(s, 20, "loop")] for s in STACKS}
         print(f"800 calls over 20, ms per call: labkit's own code {out['per_call_growth_800']:.2f}; "
-              f"the whole loop {ms[('labkit', 800, 'loop')] / ms[('labkit', 20, 'loop')]:.2f} (labkit's stack), "
-              f"{ms[('deepagents', 800, 'loop')] / ms[('deepagents', 20, 'loop')]:.2f} (deepagents')")
+              f"the whole loop {loop['labkit']:.2f} (labkit's stack), {loop['deepagents']:.2f} (deepagents')")
     return out
 
 
