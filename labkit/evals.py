@@ -47,7 +47,7 @@ RECOMMENDED_TOOL_LIMIT = 8_000
 # ...and it gives the agent only the file tools the running example calls, write_file and grep, with
 # read_file, which deepagents' allowlist requires and the offload stub names (notebook 06's lesson:
 # FilesystemMiddleware(tools=[...])): the four it never calls (ls, glob, edit_file, delete) cost 887
-# tokens on every call, about a fifth of what it sent (tests/test_evals.py).
+# tokens on every call, 81,670 tokens sent with them, 67,478 without (tests/test_evals.py).
 RECOMMENDED_FILE_TOOLS = ("read_file", "write_file", "grep")
 MIDDLEWARE = ("labkit", "deepagents")
 NEEDLE_SOURCES = ("context", "archive", "offload file", "other file", "lost", "not asked")
