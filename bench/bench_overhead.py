@@ -250,7 +250,7 @@ def run_once(setting: evals.Setting, recorder: Recorder | None = None, extra: tu
         fresh_caches()
         model._counter = floor_inrun.OwnCounter()  # as a provider tokenizes on its side
     stack = [timed(m, "labkit middleware") if setting.middleware == "labkit"
-             and not isinstance(m, FilesystemMiddleware) else m for m in evals._middleware(setting, model)]
+             and not isinstance(m, FilesystemMiddleware) else m for m in evals.stack(setting, model)]
     if floor is not None:
         place = {"first": floor_inrun.floor_first, "last": floor_inrun.floor_last}[floor]
         counts = floor_inrun.Floor(floor_inrun.OwnCounter(), _fresh_tool)

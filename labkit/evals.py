@@ -35,7 +35,7 @@ from labkit.trace import Recorder, compactions  # compactions re-exported: noteb
 
 __all__ = ["ANCHORS", "MIDDLEWARE", "NEEDLE_SOURCES", "RECOMMENDED_FILE_TOOLS", "RECOMMENDED_TOOL_LIMIT",
            "Setting", "anchor_calls", "claimed_done", "compactions", "drift", "forced_compaction", "grid",
-           "needle_source", "reminded", "row", "trial"]
+           "needle_source", "reminded", "row", "stack", "trial"]
 
 ANCHORS = ("none", "todo", "progress")
 # labkit's recommended setting evicts tool results over 8,000 tokens (OffloadMiddleware's own default
@@ -282,23 +282,24 @@ def _files(setting: Setting) -> list:
     return [FilesystemMiddleware(**files)] if files else []
 
 
-def _middleware(setting: Setting, model) -> list:
-    """The middleware list ``scenario.run`` gets for ``setting``."""
-    stack = _files(setting)
+def stack(setting: Setting, model) -> list:
+    """The middleware list ``scenario.run`` gets for ``setting`` with ``model``: what :func:`trial`
+    runs. Notebook 16: the clinic's recipes add a failure to the recommended setting's."""
+    layers = _files(setting)
     if setting.middleware == "labkit":
         if setting.offload:
-            stack.append(OffloadMiddleware(tool_limit=setting.tool_limit))
+            layers.append(OffloadMiddleware(tool_limit=setting.tool_limit))
         if setting.summarize:
-            stack.append(SummarizeMiddleware(model, trigger=setting.trigger, keep=setting.keep,
-                                             archive=setting.archive))
-        return stack
+            layers.append(SummarizeMiddleware(model, trigger=setting.trigger, keep=setting.keep,
+                                              archive=setting.archive))
+        return layers
     if (setting.trigger, setting.keep, setting.trim, setting.archive) != (None, None, None, True):
         defaults = compute_summarization_defaults(model)
-        stack.append(SummarizationMiddleware(
+        layers.append(SummarizationMiddleware(
             model, backend=StateBackend() if setting.archive else _NoArchive(),
             trigger=setting.trigger or defaults["trigger"], keep=setting.keep or defaults["keep"],
             trim_tokens_to_summarize=setting.trim, truncate_args_settings=defaults["truncate_args_settings"]))
-    return stack
+    return layers
 
 
 def trial(setting: Setting):
@@ -308,7 +309,7 @@ def trial(setting: Setting):
     if not isinstance(setting, Setting):
         raise TypeError(f"trial takes an evals.Setting, not {type(setting).__name__}")
     model = LabModel(window=setting.window, when_lost=setting.when_lost)
-    run = scenario.run(model, middleware=_middleware(setting, model), harness=setting.harness,
+    run = scenario.run(model, middleware=stack(setting, model), harness=setting.harness,
                        turns=reminded(scenario.TURNS, model, setting.reminders))
     return run, model
 

@@ -66,7 +66,7 @@ def test_trial_takes_a_setting():
 
 
 def _stack(setting):
-    return evals._middleware(setting, LabModel(window=setting.window))
+    return evals.stack(setting, LabModel(window=setting.window))
 
 
 def test_labkit_offloads_first_then_summarizes_with_the_knobs():
@@ -112,7 +112,7 @@ def test_the_model_is_sent_only_the_allowed_file_tools(harness):
     """The allowlist replaces the harness's own FilesystemMiddleware: no second one, no hidden tool."""
     setting = Setting("x", harness=harness)
     model = LabModel(window=setting.window)
-    scenario.run(model, middleware=evals._middleware(setting, model), harness=harness,
+    scenario.run(model, middleware=evals.stack(setting, model), harness=harness,
                  turns=scenario.TURNS[:1])
     sent = set(model.calls[0].tools)
     assert sent >= {"read_file", "write_file", "grep", "fetch_market_data", "search_news"}
