@@ -27,10 +27,11 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench_overhead, run from anywhere
 
 import bench_overhead  # noqa: E402
+from deepagents.middleware.filesystem import FilesystemMiddleware  # noqa: E402
 
 from labkit import LabModel, scenario  # noqa: E402
 from labkit._checkpoint import LatestSaver  # noqa: E402
-from labkit.evals import Setting, _middleware  # noqa: E402
+from labkit.evals import Setting, stack  # noqa: E402
 from labkit.scenario import harness  # noqa: E402
 from labkit.trace import Recorder  # noqa: E402
 
@@ -68,15 +69,15 @@ def one_run(stack: str, calls: int) -> dict[str, float]:
     construction: langchain's, langgraph's and deepagents' code too)."""
     setting = STACKS[stack]
     model = bench_overhead.TimedLabModel(window=WINDOW)
-    stack_ = [bench_overhead.timed(m, "labkit middleware") if setting.middleware == "labkit" else m
-              for m in _middleware(setting, model)]
+    layers = [bench_overhead.timed(m, "labkit middleware") if setting.middleware == "labkit"
+              and not isinstance(m, FilesystemMiddleware) else m for m in stack(setting, model)]
     gc.collect()
     original = harness.agent
     harness.agent, harness.LatestSaver = bench_overhead._timed_agent(original), TimedSaver
     bench_overhead.CLOCK = clock = bench_overhead.Clock()
     start = time.process_time()
     try:
-        run = scenario.run(model, middleware=stack_, harness=setting.harness, turns=turns_for(calls),
+        run = scenario.run(model, middleware=layers, harness=setting.harness, turns=turns_for(calls),
                            recorder=bench_overhead.timed(Recorder(), "recorder"), recursion_limit=10**6)
     finally:
         total = time.process_time() - start
@@ -95,7 +96,7 @@ def held_mb(stack: str, calls: int) -> float:
     before = tracemalloc.take_snapshot()
     setting = STACKS[stack]
     model = LabModel(window=WINDOW)
-    run = scenario.run(model, middleware=_middleware(setting, model), harness=setting.harness,
+    run = scenario.run(model, middleware=stack(setting, model), harness=setting.harness,
                        turns=turns_for(calls), recursion_limit=10**6)
     after = tracemalloc.take_snapshot()
     tracemalloc.stop()

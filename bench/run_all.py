@@ -9,6 +9,7 @@ the first plot) and prints, last, exactly:
     bench: middleware_vs_floor=… loop_vs_deepagents=… tokens_vs_deepagents_max=… tokens_vs_naive_max=…
     tokens_vs_oracle_max=… knobs_cold_ms=… offload_cold_ms=… first_plot_s=…
     cache_prediction_error_max=… cached_cost_vs_deepagents_max=… per_call_growth_800=…
+    tokens_vs_oracle_needed_max=…
 
 (one line). Ratios over windows are the worst of 128k, 60k and 32k; every time is CPU time, a
 median (bench/README.md says what each figure measures and leaves out). ``bench_replay`` and
@@ -35,7 +36,8 @@ import bench_tokens  # noqa: E402
 
 LINE = ("middleware_vs_floor", "loop_vs_deepagents", "tokens_vs_deepagents_max", "tokens_vs_naive_max",
         "tokens_vs_oracle_max", "knobs_cold_ms", "offload_cold_ms", "first_plot_s",
-        "cache_prediction_error_max", "cached_cost_vs_deepagents_max", "per_call_growth_800")
+        "cache_prediction_error_max", "cached_cost_vs_deepagents_max", "per_call_growth_800",
+        "tokens_vs_oracle_needed_max")
 
 
 def _fmt(key: str, value: float) -> str:
