@@ -7,7 +7,7 @@ sends it with its first figure, so a panel draws while "Run All" still runs), im
 for every later figure of the page, then hands each figure to plotly's own code; what Python sent
 before then is replayed to it. Offline: the script comes from the installed plotly package.
 What it leaves out: a page with no kernel (a notebook opened with saved widget state, no kernel
-running) shows "waiting for the kernel" where the figure would be.
+running) shows "Waiting for plotly.js from the kernel" where the figure would be.
 """
 
 from __future__ import annotations
@@ -78,7 +78,7 @@ export default () => {
       });
     },
     async render({el, signal}) {
-      el.textContent = "Loading the figure (plotly.js, from the kernel)…";
+      el.textContent = "Waiting for plotly.js from the kernel (if this stays, run the cell again)…";
       try { await ready; } catch (error) {
         el.textContent = `plotly.js could not be loaded: ${error}`;
         return;
