@@ -23,7 +23,8 @@ __all__ = ["BUNDLE", "LOADER", "FigureWidget"]
 BUNDLE = Path(plotly.__file__).parent / "package_data" / "widgetbundle.js"  # plotly's widget script
 
 # The loader (an anywidget module): plotly's module is imported once per page and cached on
-# globalThis; each figure buffers the _py2js_* messages that arrive before it and replays them.
+# globalThis, asked of each kernel (widget manager) once while it is missing; each figure buffers
+# the _py2js_* messages that arrive before plotly's code and replays them to it.
 LOADER = """// labkit._figure_widget: plotly's FigureWidget, its script fetched from the kernel once per page
 const KEY = Symbol.for("labkit.plotly-widget");
 const PY2JS = ["_py2js_addTraces", "_py2js_deleteTraces", "_py2js_moveTraces", "_py2js_restyle",
@@ -33,15 +34,19 @@ const PY2JS = ["_py2js_addTraces", "_py2js_deleteTraces", "_py2js_moveTraces", "
 function plotlyModule(model) {  // plotly's widget module, imported once per page
   let entry = globalThis[KEY];
   if (!entry) {
-    entry = globalThis[KEY] = {};
+    entry = globalThis[KEY] = {asked: new WeakSet()};
     entry.module = new Promise((resolve) => { entry.deliver = resolve; }).then(async (script) => {
       const url = URL.createObjectURL(new Blob([script], {type: "text/javascript"}));
       try { return await import(/* webpackIgnore: true */ url); } finally { URL.revokeObjectURL(url); }
     });
     entry.module.catch(() => { if (globalThis[KEY] === entry) delete globalThis[KEY]; });
-    model.send({labkit: "plotly-script?"});
   }
-  if (entry.deliver) {  // the script not here yet: it may come to this figure
+  if (entry.deliver) {  // the script not here yet: ask this figure's kernel (once each), listen
+    const kernel = model.widget_manager || model;
+    if (!entry.asked.has(kernel)) {
+      entry.asked.add(kernel);
+      model.send({labkit: "plotly-script?"});
+    }
     const listen = (msg, buffers) => {
       if (msg && msg.labkit === "plotly-script" && entry.deliver) {
         const deliver = entry.deliver;
