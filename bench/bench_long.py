@@ -29,9 +29,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench_overhead, run 
 import bench_overhead  # noqa: E402
 from deepagents.middleware.filesystem import FilesystemMiddleware  # noqa: E402
 
-from labkit import LabModel, scenario  # noqa: E402
+from labkit import LabModel, evals, scenario  # noqa: E402
 from labkit._checkpoint import LatestSaver  # noqa: E402
-from labkit.evals import Setting, stack  # noqa: E402
+from labkit.evals import Setting  # noqa: E402
 from labkit.scenario import harness  # noqa: E402
 from labkit.trace import Recorder  # noqa: E402
 
@@ -63,14 +63,14 @@ for _name in ("put", "put_writes", "get_tuple", "get_delta_channel_history"):
     setattr(TimedSaver, _name, _timed_saver(getattr(LatestSaver, _name)))
 
 
-def one_run(stack: str, calls: int) -> dict[str, float]:
+def one_run(name: str, calls: int) -> dict[str, float]:
     """One run's CPU ms per model call: ``labkit`` (its middleware, the Recorder and the
     checkpointer: labkit's own code) and ``loop`` (everything but the model and the agent's
     construction: langchain's, langgraph's and deepagents' code too)."""
-    setting = STACKS[stack]
+    setting = STACKS[name]
     model = bench_overhead.TimedLabModel(window=WINDOW)
     layers = [bench_overhead.timed(m, "labkit middleware") if setting.middleware == "labkit"
-              and not isinstance(m, FilesystemMiddleware) else m for m in stack(setting, model)]
+              and not isinstance(m, FilesystemMiddleware) else m for m in evals.stack(setting, model)]
     gc.collect()
     original = harness.agent
     harness.agent, harness.LatestSaver = bench_overhead._timed_agent(original), TimedSaver
@@ -83,20 +83,20 @@ def one_run(stack: str, calls: int) -> dict[str, float]:
         total = time.process_time() - start
         bench_overhead.CLOCK, harness.agent, harness.LatestSaver = None, original, LatestSaver
     if run.error is not None:
-        raise RuntimeError(f"{stack} at {calls} calls: {run.error}")
+        raise RuntimeError(f"{name} at {calls} calls: {run.error}")
     t, made = clock.totals, len(run.records)
     own = sum(t.get(k, 0) for k in ("labkit middleware", "recorder", "checkpointer"))
     return {"labkit": 1000 * own / made, **{k: 1000 * v / made for k, v in t.items()},
             "loop": 1000 * (total - t.get("model", 0) - t.get("construction", 0)) / made}
 
 
-def held_mb(stack: str, calls: int) -> float:
+def held_mb(name: str, calls: int) -> float:
     """Memory the run still holds at its end (its state, checkpoints and records), in MB."""
     tracemalloc.start()
     before = tracemalloc.take_snapshot()
-    setting = STACKS[stack]
+    setting = STACKS[name]
     model = LabModel(window=WINDOW)
-    run = scenario.run(model, middleware=stack(setting, model), harness=setting.harness,
+    run = scenario.run(model, middleware=evals.stack(setting, model), harness=setting.harness,
                        turns=turns_for(calls), recursion_limit=10**6)
     after = tracemalloc.take_snapshot()
     tracemalloc.stop()
