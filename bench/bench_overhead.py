@@ -8,7 +8,8 @@ Each stack runs the running example as ``labkit.evals.trial`` runs it (``scenari
 user turns, the user re-sending a turn at most twice) on a fresh lab model, for each window:
 
 * **labkit** — labkit's recommended setting (``evals.Setting(window=...)``: ``create_agent`` with
-  ``OffloadMiddleware`` then ``SummarizeMiddleware``, deepagents' file tools, eviction off);
+  ``OffloadMiddleware`` then ``SummarizeMiddleware``, three of deepagents' file tools, eviction off:
+  its ``FilesystemMiddleware`` is deepagents', timed with the loop, not with labkit's middleware);
 * **deepagents** — ``create_deep_agent``'s whole default stack, untouched.
 
 Both get the same ``Recorder`` (``scenario.run`` puts it last). Every figure is CPU time: a run's
@@ -75,6 +76,7 @@ from collections.abc import Callable
 
 import floor_inrun
 from bench_tokens import WINDOWS, recommended  # the same windows and setting as bench_tokens
+from deepagents.middleware.filesystem import FilesystemMiddleware
 from langchain.agents.middleware import AgentMiddleware
 from langchain_core.utils.function_calling import convert_to_openai_tool
 
@@ -247,8 +249,8 @@ def run_once(setting: evals.Setting, recorder: Recorder | None = None, extra: tu
     if cold:
         fresh_caches()
         model._counter = floor_inrun.OwnCounter()  # as a provider tokenizes on its side
-    stack = [timed(m, "labkit middleware") if setting.middleware == "labkit" else m
-             for m in evals._middleware(setting, model)]
+    stack = [timed(m, "labkit middleware") if setting.middleware == "labkit"
+             and not isinstance(m, FilesystemMiddleware) else m for m in evals.stack(setting, model)]
     if floor is not None:
         place = {"first": floor_inrun.floor_first, "last": floor_inrun.floor_last}[floor]
         counts = floor_inrun.Floor(floor_inrun.OwnCounter(), _fresh_tool)

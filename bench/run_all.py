@@ -4,11 +4,12 @@
 
 Each benchmark's ``measure(...)`` prints its own tables and returns a dict; this driver runs them
 one after another in this process (``bench_sliders`` also starts ``--kernels`` fresh processes for
-the first plot) and prints, last, exactly:
+the first plot; ``bench_notebooks`` runs all 16 notebooks, ~3–4 min) and prints, last, exactly:
 
     bench: middleware_vs_floor=… loop_vs_deepagents=… tokens_vs_deepagents_max=… tokens_vs_naive_max=…
     tokens_vs_oracle_max=… knobs_cold_ms=… offload_cold_ms=… first_plot_s=…
-    cache_prediction_error_max=… cached_cost_vs_deepagents_max=… knobs_all_ms=… offload_all_ms=…
+    cache_prediction_error_max=… cached_cost_vs_deepagents_max=… per_call_growth_800=…
+    tokens_vs_oracle_needed_max=… notebook_mb_max=… knobs_all_ms=… offload_all_ms=…
 
 (one line). Ratios over windows are the worst of 128k, 60k and 32k; every time is CPU time, a
 median (bench/README.md says what each figure measures and leaves out). ``bench_replay`` and
@@ -27,6 +28,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))  # the bench modules, r
 
 import bench_caching  # noqa: E402
 import bench_counting  # noqa: E402
+import bench_long  # noqa: E402
+import bench_notebooks  # noqa: E402
 import bench_overhead  # noqa: E402
 import bench_replay  # noqa: E402
 import bench_sliders  # noqa: E402
@@ -34,7 +37,8 @@ import bench_tokens  # noqa: E402
 
 LINE = ("middleware_vs_floor", "loop_vs_deepagents", "tokens_vs_deepagents_max", "tokens_vs_naive_max",
         "tokens_vs_oracle_max", "knobs_cold_ms", "offload_cold_ms", "first_plot_s",
-        "cache_prediction_error_max", "cached_cost_vs_deepagents_max", "knobs_all_ms", "offload_all_ms")
+        "cache_prediction_error_max", "cached_cost_vs_deepagents_max", "per_call_growth_800",
+        "tokens_vs_oracle_needed_max", "notebook_mb_max", "knobs_all_ms", "offload_all_ms")
 
 
 def _fmt(key: str, value: float) -> str:
@@ -59,7 +63,10 @@ def main() -> None:
              ("bench_sliders", lambda: bench_sliders.measure(args.moves, args.kernels)),
              ("bench_replay", lambda: bench_replay.measure(repeats=max(5, min(args.repeats, 11)))),
              ("bench_counting", lambda: bench_counting.measure(max(3, min(args.repeats, 11) // 2))),
-             ("bench_caching", lambda: bench_caching.measure())]
+             ("bench_caching", lambda: bench_caching.measure()),
+             ("bench_long", lambda: bench_long.measure((20, 800) if args.quick else (20, 200, 800),
+                                                       repeats=1 if args.quick else 3)),
+             ("bench_notebooks", lambda: bench_notebooks.measure(["04"] if args.quick else None))]
     for name, run in steps:
         print(f"\n=== {name} ===", flush=True)
         start = time.perf_counter()

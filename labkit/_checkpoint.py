@@ -1,14 +1,13 @@
-"""A checkpointer that keeps only the latest value of each plain channel, so a long run's memory
-stays linear in its length.
+"""A checkpointer whose cost per step does not grow with the thread: the harness's ``LatestSaver``.
 
 Used by: ``labkit.scenario.harness`` (every agent ``scenario.agent`` builds). langgraph's
-``InMemorySaver`` keeps every version of every channel: each model call stores the whole
-message list again, so memory grows with the square of a run's length (~450 MB at 200 model
-calls, ~3.6 GB at 800). A scenario run resumes only from its latest checkpoint, so when a plain
-channel (its value stored whole, such as ``messages``) gets a new version, the older ones are
-dropped. Checkpoints and pending writes are all kept: delta channels (deepagents' ``files``) are
-rebuilt from the writes along the chain of checkpoints, and both grow linearly.
-
+``InMemorySaver`` keeps every version of every channel, serialized: each step stores the whole
+message list again (memory grows with the square of a run's length: ~450 MB at 200 model calls)
+and each turn deserializes it again, so every message is a new object and every identity cache
+downstream misses; and it rebuilds a delta channel (deepagents' ``files``) by walking the whole
+chain of checkpoints. This one keeps only the latest version of each plain channel, as the object
+the graph produced (not a serialized copy: nothing in langgraph changes a channel's value in
+place, and neither may a caller), and remembers each checkpoint's delta-channel history.
 What it leaves out: the older states of ``get_state_history`` (their plain channels are gone).
 """
 
@@ -16,25 +15,99 @@ from __future__ import annotations
 
 from typing import Any
 
+from langgraph.checkpoint.base import get_checkpoint_id, get_checkpoint_metadata
 from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.checkpoint.serde.types import _DeltaSnapshot
 
 __all__ = ["LatestSaver"]
 
+LIVE = "labkit.live"  # a blob holding the value itself, not its bytes
+
 
 class LatestSaver(InMemorySaver):
-    """``InMemorySaver`` that keeps one version of each plain channel per thread: the latest."""
+    """``InMemorySaver`` that keeps one version of each plain channel per thread, the latest, as
+    the very object stored; a step's cost is what is new in it, not the thread's length."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._latest: dict[tuple, Any] = {}  # (thread, ns, channel) -> the version kept
+        self._history: dict[tuple, tuple] = {}  # (thread, ns, checkpoint, channel) -> see below
 
     def put(self, config, checkpoint, metadata, new_versions) -> Any:
-        saved = super().put(config, checkpoint, metadata, new_versions)
-        thread, ns = saved["configurable"]["thread_id"], saved["configurable"]["checkpoint_ns"]
+        thread, ns = config["configurable"]["thread_id"], config["configurable"]["checkpoint_ns"]
+        values = checkpoint["channel_values"]
         for channel, version in new_versions.items():
-            if channel in checkpoint["channel_values"]:  # a delta channel's value is not here
+            value = values.get(channel, None)
+            if channel not in values:
+                self.blobs[(thread, ns, channel, version)] = ("empty", b"")
+            elif isinstance(value, _DeltaSnapshot):  # a delta channel's snapshot: as langgraph stores it
+                self.blobs[(thread, ns, channel, version)] = self.serde.dumps_typed(value)
+            else:
+                self.blobs[(thread, ns, channel, version)] = (LIVE, value)
                 old = self._latest.get((thread, ns, channel))
                 if old is not None and old != version:
                     self.blobs.pop((thread, ns, channel, old), None)
                 self._latest[(thread, ns, channel)] = version
-        return saved
+        stored = {k: v for k, v in checkpoint.items() if k != "channel_values"}
+        self.storage[thread][ns][checkpoint["id"]] = (
+            self.serde.dumps_typed(stored), self.serde.dumps_typed(get_checkpoint_metadata(config, metadata)),
+            config["configurable"].get("checkpoint_id"))
+        return {"configurable": {"thread_id": thread, "checkpoint_ns": ns, "checkpoint_id": checkpoint["id"]}}
+
+    def _load_blobs(self, thread_id: str, checkpoint_ns: str, versions) -> dict[str, Any]:
+        result: dict[str, Any] = {}
+        for channel, version in versions.items():
+            blob = self.blobs.get((thread_id, checkpoint_ns, channel, version))
+            if blob is None or blob[0] == "empty":
+                continue
+            result[channel] = blob[1] if blob[0] == LIVE else self.serde.loads_typed(blob)
+        return result
+
+    def get_delta_channel_history(self, *, config, channels):
+        """langgraph's answer — the nearest ancestor's snapshot of each delta channel and the
+        writes since — from each checkpoint's answer remembered, so a step reads only its parent."""
+        thread = config["configurable"]["thread_id"]
+        ns = config["configurable"].get("checkpoint_ns", "")
+        stored = self.storage.get(thread, {}).get(ns, {})
+        target = get_checkpoint_id(config) or max(stored, default="")
+        result = {}
+        for channel in channels:
+            seed, writes = self._history_of(thread, ns, stored, target, channel)
+            result[channel] = {"writes": list(writes), **({} if seed is _NONE else {"seed": seed})}
+        return result
+
+    def _history_of(self, thread: str, ns: str, stored: dict, checkpoint: str, channel: str) -> tuple:
+        """``(seed, writes)`` for the state at ``checkpoint``: walks up only to the nearest
+        ancestor already answered, then answers each checkpoint on the way down."""
+        path, current = [], checkpoint
+        while current in stored and (thread, ns, current, channel) not in self._history:
+            path.append(current)
+            current = stored[current][2]
+        answer = self._history.get((thread, ns, current, channel), (_NONE, ()))
+        for cp in reversed(path):
+            parent = stored[cp][2]
+            if parent is None or parent not in stored:
+                answer = (_NONE, ())
+            else:
+                answer = self._step(thread, ns, stored, parent, channel, answer)
+            self._history[(thread, ns, cp, channel)] = answer
+        return answer
+
+    def _step(self, thread, ns, stored, parent, channel, above) -> tuple:
+        """The answer for a child of ``parent``, given ``parent``'s own answer (``above``)."""
+        version = self.serde.loads_typed(stored[parent][0]).get("channel_versions", {}).get(channel)
+        blob = self.blobs.get((thread, ns, channel, version)) if version is not None else None
+        writes = tuple((tid, ch, self.serde.loads_typed(value)) for tid, ch, value, _
+                       in self._ordered_writes(thread, ns, parent) if ch == channel)
+        if blob is not None and blob[0] != "empty":
+            return (blob[1] if blob[0] == LIVE else self.serde.loads_typed(blob)), writes
+        return above[0], above[1] + writes
+
+    def delete_thread(self, thread_id: str) -> None:
+        super().delete_thread(thread_id)
+        for memo in (self._latest, self._history):
+            for key in [k for k in memo if k[0] == thread_id]:
+                del memo[key]
+
+
+_NONE = object()  # no snapshot found up the chain

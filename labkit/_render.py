@@ -1,9 +1,10 @@
 """How a panel's figure reaches the screen: redrawn in place, or as display data; and its snapshot.
 
 :class:`FigureView`: in JupyterLab (:func:`in_place`; the browser test) plotly's ``FigureWidget``
-(anywidget), sent one ``Plotly.update`` of what changed per move: ~80 ms from key press to redraw
-(``tests/test_browser.py``), against ~220 ms when each move drew a new plot (2026-12-01). Elsewhere
-(VS Code, Colab: they fetch a widget's script from a CDN) an ``ipywidgets.Output``, a new figure per move:
+(anywidget; plotly.js sent to the page once, never kept in a widget's state: ``_figure_widget``), sent
+one ``Plotly.update`` of what changed per move: ~80 ms from key press to redraw (``tests/test_browser.py``),
+against ~220 ms when each move drew a new plot (2026-12-01). Elsewhere (VS Code, Colab: they fetch a
+widget's script from a CDN) an ``ipywidgets.Output``, a new figure per move:
 :func:`figure_output` asks the active plotly renderers (``PLOTLY_RENDERER``) for their mimetypes —
 plotly's JSON always, HTML that loads plotly.js for ``colab`` and ``notebook_connected``.
 :func:`snapshot_html` is a panel as displayed, for viewers with no kernel (``make book``).
@@ -18,10 +19,11 @@ from html import escape
 from importlib.util import find_spec
 
 import ipywidgets as ipw
-import plotly.graph_objects as go
 import plotly.io as pio
 from plotly.basedatatypes import Undefined
 from plotly.io.base_renderers import HtmlRenderer, PlotlyRenderer
+
+from labkit._figure_widget import FigureWidget
 
 __all__ = ["MIME", "FigureView", "figure_output", "in_place", "snapshot_html"]
 
@@ -48,7 +50,7 @@ class FigureView:
         if self.in_place:  # built from the figure's JSON as it is: plotly.js checks it in the browser
             self._shown = _plain(figure)
             self._slots = list(self._shown["data"])
-            self.widget = go.FigureWidget(figure.to_dict(), _validate=False)
+            self.widget = FigureWidget(figure.to_dict(), _validate=False)
         else:
             self.widget = ipw.Output()
             self.draw(figure)

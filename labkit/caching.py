@@ -18,6 +18,7 @@ import hashlib
 import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from operator import itemgetter
 from types import SimpleNamespace
 from typing import Any
 
@@ -25,6 +26,7 @@ from langchain.agents.middleware import AgentMiddleware
 from langchain_core.messages import SystemMessage
 
 from labkit._digest import message_digest
+from labkit._same import same_head
 from labkit.tokens import TokenCounter
 
 __all__ = ["RULES", "TIERS", "CachePrices", "CacheRule", "PrefixCache", "StampedSystemPrompt",
@@ -82,6 +84,9 @@ TIERS: dict[str, CachePrices] = {
 }
 
 
+_BLOCK = itemgetter(0)
+
+
 def _key(block: Any) -> str:
     """A block's identity for the cache: everything the provider would render of it."""
     if isinstance(block, str):
@@ -95,30 +100,50 @@ class PrefixCache:
     :meth:`observe` takes one request as blocks with their tokens and returns ``(shared, whole)``:
     the tokens of the longest prefix it shares with any earlier request, and of the longest
     earlier request that is a whole prefix of it (where a breakpoint at that request's end
-    matches). Both count whole blocks only. Thread-safe; one per run (or per Recorder)."""
+    matches). Both count whole blocks only. The blocks at the head of a request that are the very
+    objects of the last request (a sent message is not edited) keep what was found for them, so a
+    call costs what is new in it. Thread-safe; one per run (or per Recorder)."""
 
     def __init__(self) -> None:
         self._seen: dict[str, int] = {}  # chained hash of a prefix -> its tokens
         self._ends: set[str] = set()  # chained hashes of whole requests
+        self._last: list[tuple] = []  # the last request: (block, chain, total, whole so far)
         self._lock = threading.Lock()
 
-    def observe(self, blocks: Sequence[tuple[Any, int]]) -> tuple[int, int]:
-        chain, total, shared, whole, seen = "", 0, 0, 0, []
-        for block, tokens in blocks:
-            chain = hashlib.sha256(f"{chain}|{_key(block)}".encode()).hexdigest()[:16]
-            total += tokens
-            seen.append((chain, total))
+    def observe(self, blocks: Sequence[Any], tokens: Any = None) -> tuple[int, int]:
+        """``blocks``: ``(block, tokens)`` pairs, or blocks and ``tokens`` a function giving a
+        block's tokens (asked only for the blocks not carried over from the last request)."""
+        pairs = tokens is None
         with self._lock:
-            for chain, total in seen:
-                if chain not in self._seen:
-                    break
-                shared = total
-                if chain in self._ends:
-                    whole = total
-            for chain, total in seen:
-                self._seen.setdefault(chain, total)
-            if seen:
-                self._ends.add(seen[-1][0])
+            last = self._last
+            firsts = [b[0] for b in blocks[:1]] if pairs else blocks[:1]
+            k = int(bool(last and firsts and (firsts[0] is last[0][0] or (
+                isinstance(firsts[0], str) and firsts[0] == last[0][0]))))  # the head: equal text
+            if k:  # the rest: the very objects, at C speed (labkit._same)
+                rest = blocks[1:] if not pairs else [b[0] for b in blocks[1:]]
+                k += same_head(rest, map(_BLOCK, last[1:]), min(len(rest), len(last) - 1))
+            entries = last[:k]
+            chain, total, whole = entries[-1][1:] if entries else ("", 0, 0)
+            if entries and k == len(last):
+                whole = total  # the last request is a whole prefix of this one
+                entries[-1] = (*entries[-1][:3], whole)
+            shared, matching = total, True
+            for item in blocks[k:]:
+                block, n = item if pairs else (item, tokens(item))
+                chain = hashlib.sha256(f"{chain}|{_key(block)}".encode()).hexdigest()[:16]
+                total += n
+                if matching and chain in self._seen:
+                    shared = total
+                    if chain in self._ends:
+                        whole = total
+                else:
+                    matching = False
+                entries.append((block, chain, total, whole))
+            for _, c, t, _ in entries[k:]:
+                self._seen.setdefault(c, t)
+            if entries:
+                self._ends.add(entries[-1][1])
+            self._last = entries
         return shared, whole
 
 

@@ -33,9 +33,9 @@ from labkit.summarize import SummarizeMiddleware
 from labkit.tokens import TokenCounter, message_text
 from labkit.trace import Recorder, compactions  # compactions re-exported: notebook 15 reads it
 
-__all__ = ["ANCHORS", "MIDDLEWARE", "NEEDLE_SOURCES", "RECOMMENDED_TOOL_LIMIT", "Setting", "anchor_calls",
-           "claimed_done", "compactions", "drift", "forced_compaction", "grid", "needle_source", "reminded",
-           "row", "trial"]
+__all__ = ["ANCHORS", "MIDDLEWARE", "NEEDLE_SOURCES", "RECOMMENDED_FILE_TOOLS", "RECOMMENDED_TOOL_LIMIT",
+           "Setting", "anchor_calls", "claimed_done", "compactions", "drift", "forced_compaction", "grid",
+           "needle_source", "reminded", "row", "stack", "trial"]
 
 ANCHORS = ("none", "todo", "progress")
 # labkit's recommended setting evicts tool results over 8,000 tokens (OffloadMiddleware's own default
@@ -44,6 +44,11 @@ ANCHORS = ("none", "todo", "progress")
 # (labkit.oracle), needle and goal kept, where 20,000 keeps CRVD's and EMBR's exports in context and
 # misses that below 128k (tests/test_evals.py, notebook 15 section 5).
 RECOMMENDED_TOOL_LIMIT = 8_000
+# ...and it gives the agent only the file tools the running example calls, write_file and grep, with
+# read_file, which deepagents' allowlist requires and the offload stub names (notebook 06's lesson:
+# FilesystemMiddleware(tools=[...])): the four it never calls (ls, glob, edit_file, delete) cost 887
+# tokens on every call, 81,670 tokens sent with them, 67,478 without (tests/test_evals.py).
+RECOMMENDED_FILE_TOOLS = ("read_file", "write_file", "grep")
 MIDDLEWARE = ("labkit", "deepagents")
 NEEDLE_SOURCES = ("context", "archive", "offload file", "other file", "lost", "not asked")
 _FOLDERS = {f"{HISTORY_DIR}/": "archive", f"{RESULTS_DIR}/": "offload file"}
@@ -192,6 +197,9 @@ class Setting:
     ``tool_limit`` is labkit's eviction limit (``RECOMMENDED_TOOL_LIMIT``, 8,000 tokens); ``evict``
     deepagents' own (``FilesystemMiddleware(tool_token_limit_before_evict=evict)``, None: its
     default, 20,000 — four characters a token), to tune deepagents as labkit is tuned.
+    ``file_tools``: the file tools the agent is given, an allowlist for deepagents'
+    ``FilesystemMiddleware(tools=...)`` (it must hold ``read_file``) or ``"all"``; ``None``: labkit's
+    ``RECOMMENDED_FILE_TOOLS`` with ``middleware="labkit"``, ``"all"`` with deepagents' (notebook 06).
 
     ``trigger``/``keep``: ``None`` for the middleware's defaults (85% / 10% of the window with a
     profile). ``archive=False``: no archive — labkit's summarizer is built with ``archive=False``
@@ -217,6 +225,7 @@ class Setting:
     reminders: int = 2
     when_lost: str = "ask"
     evict: int | None = None
+    file_tools: tuple[str, ...] | str | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name:
@@ -241,6 +250,13 @@ class Setting:
         if self.evict is not None and (self.middleware != "deepagents" or not self.offload):
             raise ValueError(f"{self.name}: evict is deepagents' eviction limit: it needs "
                              "middleware='deepagents' and offload=True (labkit's is tool_limit)")
+        tools = self.file_tools
+        if tools is None:
+            tools = RECOMMENDED_FILE_TOOLS if self.middleware == "labkit" else "all"
+        elif tools != "all" and (isinstance(tools, str) or "read_file" not in tools):
+            raise ValueError(f"{self.name}: file_tools is 'all' or a list of deepagents' file tools "
+                             f"that holds read_file (FilesystemMiddleware requires it), not {tools!r}")
+        object.__setattr__(self, "file_tools", tools if tools == "all" else tuple(tools))
 
 
 class _NoArchive(StateBackend):
@@ -254,27 +270,36 @@ class _NoArchive(StateBackend):
         raise PermissionError(f"{file_path}: this eval runs without an archive")
 
 
-def _middleware(setting: Setting, model) -> list:
-    """The middleware list ``scenario.run`` gets for ``setting``."""
-    stack = []
-    if not setting.offload and setting.harness == "deep":
-        stack.append(FilesystemMiddleware(tool_token_limit_before_evict=None))  # replaces it by name
-    if setting.evict is not None:
-        stack.append(FilesystemMiddleware(tool_token_limit_before_evict=setting.evict))
+def _files(setting: Setting) -> list:
+    """The ``FilesystemMiddleware`` that replaces the harness's own by name, if the setting changes
+    it: which tools it gives, and (on ``create_deep_agent``) whether and where it evicts."""
+    files = {} if setting.file_tools == "all" else {"tools": list(setting.file_tools)}
+    if setting.harness == "deep":
+        if not setting.offload or setting.evict is not None:
+            files["tool_token_limit_before_evict"] = setting.evict
+    elif files:  # the create_agent harness's own has its eviction off (scenario.agent)
+        files |= {"tool_token_limit_before_evict": None, "human_message_token_limit_before_evict": None}
+    return [FilesystemMiddleware(**files)] if files else []
+
+
+def stack(setting: Setting, model) -> list:
+    """The middleware list ``scenario.run`` gets for ``setting`` with ``model``: what :func:`trial`
+    runs. Notebook 16: the clinic's recipes add a failure to the recommended setting's."""
+    layers = _files(setting)
     if setting.middleware == "labkit":
         if setting.offload:
-            stack.append(OffloadMiddleware(tool_limit=setting.tool_limit))
+            layers.append(OffloadMiddleware(tool_limit=setting.tool_limit))
         if setting.summarize:
-            stack.append(SummarizeMiddleware(model, trigger=setting.trigger, keep=setting.keep,
-                                             archive=setting.archive))
-        return stack
+            layers.append(SummarizeMiddleware(model, trigger=setting.trigger, keep=setting.keep,
+                                              archive=setting.archive))
+        return layers
     if (setting.trigger, setting.keep, setting.trim, setting.archive) != (None, None, None, True):
         defaults = compute_summarization_defaults(model)
-        stack.append(SummarizationMiddleware(
+        layers.append(SummarizationMiddleware(
             model, backend=StateBackend() if setting.archive else _NoArchive(),
             trigger=setting.trigger or defaults["trigger"], keep=setting.keep or defaults["keep"],
             trim_tokens_to_summarize=setting.trim, truncate_args_settings=defaults["truncate_args_settings"]))
-    return stack
+    return layers
 
 
 def trial(setting: Setting):
@@ -284,7 +309,7 @@ def trial(setting: Setting):
     if not isinstance(setting, Setting):
         raise TypeError(f"trial takes an evals.Setting, not {type(setting).__name__}")
     model = LabModel(window=setting.window, when_lost=setting.when_lost)
-    run = scenario.run(model, middleware=_middleware(setting, model), harness=setting.harness,
+    run = scenario.run(model, middleware=stack(setting, model), harness=setting.harness,
                        turns=reminded(scenario.TURNS, model, setting.reminders))
     return run, model
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+import threading
 import warnings
 from collections.abc import Callable, Sequence
 from operator import is_
@@ -40,6 +41,7 @@ from labkit._offload_text import (
     wrap_long_lines,
 )
 from labkit._paths import HISTORY_DIR, RESULTS_DIR
+from labkit._same import Carried
 from labkit._sizes import check_count, check_limit, check_size, size_threshold
 from labkit.tokens import TokenCounter, message_text
 from labkit.trace import RunningMeasure
@@ -220,6 +222,8 @@ class OffloadMiddleware(AgentMiddleware):
         self.evicted: list[str] = []  # paths written, in order (for the lessons)
         self.weighed: list[int] = []  # every result's tokens, as compared with tool_limit, in order
         self._stubs: dict[tuple, str] = {}
+        self._carried, self._last_view = Carried(), ([], None)  # the last call's view (labkit._same)
+        self._lock = threading.Lock()
 
     # -- writing -------------------------------------------------------------------------------
 
@@ -307,14 +311,27 @@ class OffloadMiddleware(AgentMiddleware):
                                                                  lines=lines, preview=shown)
         return message.model_copy(update={"content": _with_text(message, self._stubs[key])})
 
+    def _views(self, messages: Sequence[BaseMessage]) -> tuple[list[BaseMessage], bool]:
+        """Offloaded human messages as their stubs, and whether an argument could be shortened;
+        what the last call found for the messages it shares unedited is carried over."""
+        with self._lock:
+            last_out, at = self._last_view
+            k = self._carried.advance(messages)
+            out = last_out[:k] + [self._human_view(m) if isinstance(m, HumanMessage)
+                                  and m.additional_kwargs.get(OFFLOADED) else m for m in messages[k:]]
+            if at is None or at >= k:
+                at = next((k + i for i, m in enumerate(out[k:]) if _shortenable((m,), self.arg_max_length)),
+                          None)
+            self._last_view = (out, at)
+            return list(out), at is not None
+
     def view(self, messages: Sequence[BaseMessage], *, system: BaseMessage | None = None,
              tools: Sequence[Any] = (), window: int | None = None) -> list[BaseMessage]:
         """What the model should see for ``messages``: offloaded human messages as stubs, and old
         file-tool arguments shortened once the request is over ``args_trigger``. Pure: the
         messages given are not changed. Notebook 05."""
-        out = [self._human_view(m) if isinstance(m, HumanMessage) and m.additional_kwargs.get(OFFLOADED)
-               else m for m in messages]
-        if self.args_trigger is None or not _shortenable(out, self.arg_max_length):
+        out, shortenable = self._views(messages)
+        if self.args_trigger is None or not shortenable:
             return out  # no argument long enough to shorten: the request's size does not matter
         window = window or self.window
         threshold = size_threshold(self.args_trigger, window)

@@ -3,12 +3,15 @@
 :func:`oracle` is the least a run of the running example could send if every model call were shown
 only the request and the evidence it needs; :func:`tokens_sent` is what a finished run sent, a
 refused request counted at the size that was refused. Notebook 15 shows both beside the naive run,
-deepagents' defaults and labkit's recommended setting; bench/bench_tokens.py divides by the bound.
+deepagents' defaults and labkit's recommended setting; bench/bench_tokens.py divides by the bound,
+sent every tool schema on every call as the harness sends them, and by the bound sent only the
+schema of the tool each call makes (notebook 06's lesson taken to its limit).
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
@@ -29,16 +32,18 @@ def _pair(i: int, tool: str, args: dict, result: str) -> list:
             ToolMessage(result, tool_call_id=f"o{i}")]
 
 
-def oracle(tool_schemas: int, counter: TokenCounter | None = None) -> dict:
-    """The oracle lower bound: ``{"calls", "messages", "tokens"}`` — its model calls, the tokens of
-    their messages, and those plus ``tool_schemas`` tokens on every call. Notebook 15.
+def oracle(tool_schemas: int | Mapping[str, int], counter: TokenCounter | None = None) -> dict:
+    """The oracle lower bound: ``{"calls", "messages", "tools", "tokens"}`` — its model calls, the
+    tokens of their messages, of the tool schemas they are sent, and both. Notebook 15.
 
     The least a run of the running example could send if each model call were shown only the
     request and the evidence it needs, read off the scenario's own definition of done
     (``scenario.tasks()``: a step is done when its evidence is visible). The run is the tasks' steps
     in order, one tool call per model call, then one answer per turn (12 + 2 + 1 = 15 calls). Each
-    call is sent the tool schemas (``tool_schemas``: what the harness sends on every call, read off
-    a run's first record, ``run.records[0].by_kind["tools"]``); the current user turn only; for each
+    call is sent tool schemas — ``tool_schemas`` tokens on every call (an int: what the harness sends,
+    read off a run's first record, ``run.records[0].by_kind["tools"]``), or only the schema of the one
+    tool the call makes and none to an answer (a mapping of each tool's schema tokens by name: the
+    tools each step needs, notebook 06) —; the current user turn only; for each
     step already done in this turn, its tool call and, as its result, the step's evidence line alone
     (``Step.evidence``); and the facts the call's own action quotes — the five news headlines
     (:func:`headline`) for the call that writes the report or the risks note, the needle's one CSV
@@ -53,7 +58,7 @@ def oracle(tool_schemas: int, counter: TokenCounter | None = None) -> dict:
     n = scenario.needle()
     needle_line = next(line for line in scenario.export_text(n.ticker).splitlines()
                        if line.startswith(f"kpi,{n.ticker},{n.kpi},"))
-    calls: list[int] = []
+    calls: list[tuple[int, str | None]] = []  # (message tokens, the tool it calls or None)
     for key, turn in (("report", scenario.REQUEST), ("risks", scenario.FEEDBACK)):
         done: list = []
         for i, step in enumerate(tasks[key].steps):
@@ -65,13 +70,20 @@ def oracle(tool_schemas: int, counter: TokenCounter | None = None) -> dict:
                 shown += _pair(j, s.tool, s.args, result)
             if quoted and key == "risks":  # the headlines were found in an earlier turn
                 shown += [ToolMessage("\n".join(headlines.values()), tool_call_id="carried")]
-            calls.append(counter.messages([HumanMessage(turn), *shown]))
+            calls.append((counter.messages([HumanMessage(turn), *shown]), step.tool))
             done += _pair(i, step.tool, step.args, step.evidence)
-        calls.append(counter.messages([HumanMessage(turn), *done]))  # the answer: all evidence in view
+        calls.append((counter.messages([HumanMessage(turn), *done]), None))  # the answer: all in view
     fetch = next(s for s in tasks["report"].steps if s.key == f"fetch:{n.ticker}")
-    calls.append(counter.messages([HumanMessage(scenario.NEEDLE_QUESTION),
-                                   *_pair(0, fetch.tool, fetch.args, f"{fetch.evidence}\n{needle_line}")]))
-    return {"calls": len(calls), "messages": sum(calls), "tokens": sum(calls) + len(calls) * tool_schemas}
+    calls.append((counter.messages([HumanMessage(scenario.NEEDLE_QUESTION), *_pair(
+        0, fetch.tool, fetch.args, f"{fetch.evidence}\n{needle_line}")]), None))
+    if isinstance(tool_schemas, Mapping):
+        if missing := {tool for _, tool in calls if tool} - set(tool_schemas):
+            raise ValueError(f"oracle: no schema tokens for {sorted(missing)}, a tool the tasks call")
+        tools = sum(tool_schemas[tool] for _, tool in calls if tool)
+    else:
+        tools = len(calls) * tool_schemas
+    messages = sum(size for size, _ in calls)
+    return {"calls": len(calls), "messages": messages, "tools": tools, "tokens": messages + tools}
 
 
 def tokens_sent(run, model) -> int:

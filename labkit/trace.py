@@ -24,7 +24,7 @@ from langchain_core.messages import AIMessage, BaseMessage
 from langgraph.config import get_config
 
 from labkit._digest import message_digest
-from labkit._token_cache import tool_calls_of
+from labkit._same import Carried
 from labkit.caching import PrefixCache
 from labkit.errors import is_overflow
 from labkit.tokens import PRICES, TokenCounter, cost, message_text
@@ -151,7 +151,7 @@ class RunningMeasure:
     def __init__(self, counter: TokenCounter | None = None) -> None:
         self.counter = counter or TokenCounter()
         self._lock = threading.Lock()
-        self._seen: list[tuple] = []  # (message, content, tool_calls, additional_kwargs), last list
+        self._seen = Carried()  # the last list measured (labkit._same)
         self._sums: list[tuple[int, ...]] = [(0,) * len(KINDS)]  # [i]: totals by kind of seen[:i]
         self._tool_keys: list[tuple | None] = []  # last call's tools: _tool_keys, None if not _plain
         self._tool_counts: list[int] = []  # and their tokens
@@ -173,17 +173,12 @@ class RunningMeasure:
             return by
 
     def _messages(self, messages: Sequence[BaseMessage]) -> tuple[int, ...]:
-        seen, sums, k = self._seen, self._sums, 0
-        for x, (m, content, calls, extra) in zip(messages, seen):
-            if x is not m or x.content is not content or tool_calls_of(x) is not calls \
-                    or x.additional_kwargs is not extra:  # kind_of reads additional_kwargs
-                break
-            k += 1
-        del seen[k:], sums[k + 1:]
+        sums = self._sums
+        k = self._seen.advance(messages)  # kind_of reads additional_kwargs: an edit is seen
+        del sums[k + 1:]
         for x in messages[k:]:
             totals = list(sums[-1])
             totals[_KIND_INDEX[kind_of(x)]] += self.counter.message(x)
-            seen.append((x, x.content, tool_calls_of(x), x.additional_kwargs))
             sums.append(tuple(totals))
         return sums[-1]
 
@@ -313,9 +308,10 @@ class Recorder(AgentMiddleware):
             stored = sum(by.values()) - by["tools"] - (0 if system is None else self.counter.message(system))
         else:
             stored = sum(self._stored.messages(stored_msgs))
-        head = (f"{getattr(system, 'content', '')}|{[getattr(t, 'name', t) for t in tools]}|{by['tools']}",
-                by["system"] + by["tools"])
-        shared, whole = self.prefixes.observe([head, *((m, self.counter.message(m)) for m in messages)])
+        head = f"{getattr(system, 'content', '')}|{[getattr(t, 'name', t) for t in tools]}|{by['tools']}"
+        fixed = by["system"] + by["tools"]
+        shared, whole = self.prefixes.observe(
+            [head, *messages], tokens=lambda block: fixed if block is head else self.counter.message(block))
         rec = CallRecord(
             index=len(self.records),
             turn=max(len(self.turns) - 1, 0),

@@ -43,7 +43,7 @@ def test_the_floor_counts_every_request_and_raw_result_where_it_says(order, monk
 
     setting = evals.Setting("recommended", window=32_000)
     model = LabModel(window=setting.window)
-    stack = getattr(floor_inrun, order)(floor, list(evals._middleware(setting, model)))
+    stack = getattr(floor_inrun, order)(floor, list(evals.stack(setting, model)))
     rec = Recorder(keep_requests=True)
     turns = evals.reminded(scenario.TURNS, model, setting.reminders)
     run = scenario.run(model, middleware=stack, turns=turns, recorder=rec)

@@ -159,3 +159,54 @@ def test_requests_never_sent_are_priced_like_a_recorded_run():
     priced = caching.requests_as_records([c.messages for c in model.calls], fixed=fixed)
     assert [(r.seen, r.shared_prefix, r.whole_prefix) for r in priced] == \
         [(r.seen, r.shared_prefix, r.whole_prefix) for r in run.records]
+
+
+def _reference_observe(seen: dict, ends: set, blocks) -> tuple[int, int]:
+    """The prefix cache without carrying anything over: every block hashed, every chain looked up."""
+    import hashlib as h
+    chain, total, shared, whole, chains = "", 0, 0, 0, []
+    for block, n in blocks:
+        chain = h.sha256(f"{chain}|{caching._key(block)}".encode()).hexdigest()[:16]
+        total += n
+        chains.append((chain, total))
+    for c, t in chains:
+        if c not in seen:
+            break
+        shared, whole = t, (t if c in ends else whole)
+    for c, t in chains:
+        seen.setdefault(c, t)
+    if chains:
+        ends.add(chains[-1][0])
+    return shared, whole
+
+
+def test_carrying_the_last_request_over_finds_what_hashing_everything_finds():
+    """``PrefixCache.observe`` reuses what it found for the blocks the last request shared by
+    identity; on requests that append, rewrite, go back to an older request, copy messages or
+    alternate between two threads it answers as a cache that hashes every block every time."""
+    import random
+
+    from langchain_core.messages import HumanMessage
+    rng = random.Random(7)
+    pool = [HumanMessage(f"m{i}", id=str(i)) for i in range(40)]
+    requests, threads = [], {0: [], 1: []}
+    for _ in range(300):
+        t = rng.choice((0, 0, 0, 1))
+        history = threads[t]
+        move = rng.random()
+        if move < 0.6 or not history:
+            history = [*history, rng.choice(pool)]
+        elif move < 0.75:
+            i = rng.randrange(len(history))
+            history = [*history[:i], rng.choice(pool), *history[i + 1:]]  # a rewrite
+        elif move < 0.85:
+            history = history[:rng.randrange(len(history) + 1)]  # back to an older request
+        else:
+            history = [m.model_copy() for m in history]  # equal messages, new objects
+        threads[t] = history
+        requests.append(["tools", *history])
+    cache, seen, ends = caching.PrefixCache(), {}, set()
+    for request in requests:
+        tokens = {id(b): (100 if isinstance(b, str) else 10 + int(b.id)) for b in request}
+        got = cache.observe(request, tokens=lambda b: tokens[id(b)])
+        assert got == _reference_observe(seen, ends, [(b, tokens[id(b)]) for b in request])

@@ -66,14 +66,57 @@ def test_trial_takes_a_setting():
 
 
 def _stack(setting):
-    return evals._middleware(setting, LabModel(window=setting.window))
+    return evals.stack(setting, LabModel(window=setting.window))
 
 
 def test_labkit_offloads_first_then_summarizes_with_the_knobs():
-    offload, summarize = _stack(Setting("x", **AGGRESSIVE))
+    files, offload, summarize = _stack(Setting("x", **AGGRESSIVE))
     assert isinstance(offload, OffloadMiddleware) and isinstance(summarize, SummarizeMiddleware)
     assert (summarize.trigger, summarize.keep) == (AGGRESSIVE["trigger"], AGGRESSIVE["keep"])
-    assert [type(m) for m in _stack(Setting("n", offload=False, summarize=False))] == []
+    assert isinstance(files, FilesystemMiddleware)
+    assert [type(m) for m in _stack(Setting("n", offload=False, summarize=False, file_tools="all"))] == []
+
+
+def _tool_names(files):
+    return sorted(t.name for t in files.tools)
+
+
+def test_labkit_gives_only_the_recommended_file_tools_with_the_harness_eviction_off():
+    """Notebook 06, way 1: an allowlist for the harness's FilesystemMiddleware, which takes its place
+    by name; on create_agent it keeps the harness's eviction off, on create_deep_agent deepagents'."""
+    assert Setting("x").file_tools == evals.RECOMMENDED_FILE_TOOLS == ("read_file", "write_file", "grep")
+    files = _stack(Setting("x"))[0]
+    assert _tool_names(files) == ["grep", "read_file", "write_file"]
+    assert files._tool_token_limit_before_evict is None
+    assert files._human_message_token_limit_before_evict is None
+    deep = _stack(Setting("x", harness="deep"))[0]
+    assert _tool_names(deep) == ["grep", "read_file", "write_file"]
+    assert deep._tool_token_limit_before_evict == 20_000, "deepagents' own eviction stays in its harness"
+    assert _tool_names(_stack(Setting("x", file_tools=["read_file", "ls"]))[0]) == ["ls", "read_file"]
+
+
+def test_deepagents_keeps_all_its_file_tools_unless_told():
+    assert Setting("d", middleware="deepagents").file_tools == "all"
+    (files,) = _stack(Setting("d", middleware="deepagents", file_tools=("read_file", "grep"), evict=2_500))
+    assert _tool_names(files) == ["grep", "read_file"] and files._tool_token_limit_before_evict == 2_500
+
+
+@pytest.mark.parametrize("tools", ["grep", ("write_file", "grep"), []])
+def test_file_tools_without_read_file_are_refused(tools):
+    with pytest.raises(ValueError, match="holds read_file"):
+        Setting("x", file_tools=tools)
+
+
+@pytest.mark.parametrize("harness", ["agent", "deep"])
+def test_the_model_is_sent_only_the_allowed_file_tools(harness):
+    """The allowlist replaces the harness's own FilesystemMiddleware: no second one, no hidden tool."""
+    setting = Setting("x", harness=harness)
+    model = LabModel(window=setting.window)
+    scenario.run(model, middleware=evals.stack(setting, model), harness=harness,
+                 turns=scenario.TURNS[:1])
+    sent = set(model.calls[0].tools)
+    assert sent >= {"read_file", "write_file", "grep", "fetch_market_data", "search_news"}
+    assert not sent & {"ls", "glob", "edit_file", "delete", "execute"}, "no file tool outside the allowlist"
 
 
 def test_no_offload_in_create_deep_agent_switches_deepagents_eviction_off():
@@ -156,7 +199,7 @@ def test_grid_refuses_two_settings_with_one_name():
 @pytest.fixture(scope="module")
 def trials():
     settings = [
-        Setting("naive", offload=False, summarize=False, window=1_000_000),
+        Setting("naive", offload=False, summarize=False, file_tools="all", window=1_000_000),
         Setting("deepagents defaults", middleware="deepagents"),
         Setting("recommended"),
         Setting("recommended 10%", **AGGRESSIVE),
@@ -253,11 +296,24 @@ def test_the_recommended_setting_is_the_settings_defaults_and_evicts_every_expor
     """Notebook 15, section 5: 8,000 is under the smallest export (CRVD, 10,142 tokens), so every
     export is offloaded; OffloadMiddleware's own default, 20,000, keeps CRVD's and EMBR's."""
     assert Setting("x").tool_limit == evals.RECOMMENDED_TOOL_LIMIT == 8_000
-    assert _stack(Setting("x"))[0].tool_limit == 8_000
-    assert _stack(Setting("x", tool_limit=20_000))[0].tool_limit == 20_000
+    assert _stack(Setting("x"))[1].tool_limit == 8_000
+    assert _stack(Setting("x", tool_limit=20_000))[1].tool_limit == 20_000
     sizes = {c["ticker"]: count_tokens(scenario.export_text(c["ticker"])) for c in scenario.companies()}
     assert min(sizes.values()) > evals.RECOMMENDED_TOOL_LIMIT
     assert sorted(t for t, n in sizes.items() if n <= 20_000) == ["CRVD", "EMBR"]
+
+
+def test_the_file_tools_the_run_never_calls_cost_their_schemas_on_every_call():
+    """Notebook 06's lesson in the recommended setting. With all seven file tools it makes the same 16
+    calls and sends 887 tokens more on each — the schemas of ls, glob, edit_file and delete: 81,670
+    tokens against 67,478."""
+    runs = {tools: evals.trial(Setting("x", file_tools=tools))[0] for tools in ("all", None)}
+    full, lean = runs["all"].records, runs[None].records
+    assert [r.tool_calls for r in full] == [r.tool_calls for r in lean], "the same calls"
+    assert {a.seen - b.seen for a, b in zip(full, lean)} == {887}, "887 tokens more on every call"
+    assert {a.by_kind["tools"] - b.by_kind["tools"] for a, b in zip(full, lean)} == {887}, "all schemas"
+    assert [sum(r.seen for r in records) for records in (full, lean)] == [81_670, 67_478]
+    assert all(run.score.goal_completed and run.score.needle_correct for run in runs.values())
 
 
 def test_the_recommended_setting_sends_a_fraction_of_deepagents_defaults_and_naive(trials):

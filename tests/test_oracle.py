@@ -8,16 +8,21 @@ the needle question 1: 15 calls. Call 3 of the report turn (fetching Corvid) is 
 and two tool call/result pairs whose results are the evidence lines alone — "Market data export —
 Brightloom (BRLM)" and "News digest — Brightloom (BRLM)" — not the exports; the report's write is
 also shown each company's first headline, the needle's answer the needle's one CSV line. With
-tool schemas of S tokens, the bound is the messages' tokens plus 15 × S.
+tool schemas of S tokens, the bound is the messages' tokens plus 15 × S. On the tools it needs,
+each call is sent only the schema of the tool it makes: 5 fetches, 5 news searches and 2 writes,
+with the create_agent harness's schemas of 87, 71 and 167 tokens 5 × 87 + 5 × 71 + 2 × 167 = 1,124
+tokens in all, against 15 × 2,157 = 32,355 for all nine tools on every call.
 """
 
 from __future__ import annotations
 
+import pytest
 from langchain_core.messages import HumanMessage, ToolMessage
 
-from labkit import evals, scenario
+from labkit import LabModel, evals, scenario
 from labkit.oracle import headline, oracle, tokens_sent
-from labkit.tokens import TokenCounter
+from labkit.tokens import TokenCounter, tool_schema_tokens
+from labkit.trace import Recorder
 
 
 class Seen(TokenCounter):
@@ -75,16 +80,50 @@ def test_the_bound_adds_the_tool_schemas_once_per_call():
     assert oracle(2_157)["tokens"] - oracle(0)["tokens"] == 15 * 2_157
 
 
+def _prices() -> dict[str, int]:
+    """Each tool's schema tokens, as the create_agent harness sends them (every file tool)."""
+    rec = Recorder(keep_requests=True)
+    scenario.run(LabModel(window=1_000_000), recorder=rec, turns=[scenario.NEEDLE_QUESTION])
+    return {t.name: tool_schema_tokens([t]) for t in rec.records[0].request.tools}
+
+
+def test_on_the_tools_it_needs_each_call_is_sent_the_schema_of_the_tool_it_makes():
+    """The worked example: 1,124 tokens of schemas, the same messages, 3,838 tokens in all."""
+    prices = _prices()
+    assert (prices["fetch_market_data"], prices["search_news"], prices["write_file"]) == (87, 71, 167)
+    assert sum(prices.values()) == 2_157, "nine tools: what the bound above sends on every call"
+    everything, needed = oracle(sum(prices.values())), oracle(prices)
+    assert needed["messages"] == everything["messages"] and needed["calls"] == everything["calls"] == 15
+    steps = [s.tool for t in scenario.tasks() if t.key in ("report", "risks") for s in t.steps]
+    assert needed["tools"] == sum(prices[tool] for tool in steps) == 5 * 87 + 5 * 71 + 2 * 167 == 1_124
+    assert everything["tools"] == 15 * 2_157 == 32_355
+    assert needed["tokens"] == needed["messages"] + 1_124 == 3_838
+
+
+def test_a_tool_with_one_token_counts_once_per_call_that_makes_it():
+    needed = oracle(dict.fromkeys(("fetch_market_data", "search_news", "write_file", "grep"), 1))
+    assert needed["tools"] == 12, "12 tool calls, 3 answers that need no tool; grep is never needed"
+
+
+def test_a_tool_without_its_schema_tokens_is_refused():
+    with pytest.raises(ValueError, match="no schema tokens for \\['write_file'\\]"):
+        oracle({"fetch_market_data": 87, "search_news": 71})
+
+
 def test_tokens_sent_counts_a_refused_request_at_its_size():
     """The naive run at 128k dies on a refused request: evals.row counts it as 0, tokens_sent at size."""
-    setting = evals.Setting("naive", offload=False, summarize=False)
+    setting = evals.Setting("naive", offload=False, summarize=False, file_tools="all")
     run, model = evals.trial(setting)
     refused = [r.seen for r in run.records if r.error]
     assert len(refused) == 1 and refused[0] > setting.window
     assert tokens_sent(run, model) == evals.row(setting, run, model)["tokens sent"] + refused[0]
 
 
-def test_the_bound_is_below_what_the_recommended_setting_sends():
+def test_the_bounds_are_below_what_the_recommended_setting_sends():
+    """The bound sends all nine tools, as the naive run does; the recommended setting sends five."""
     run, model = evals.trial(evals.Setting("recommended"))
-    bound = oracle(run.records[0].by_kind["tools"])
-    assert bound["tokens"] < tokens_sent(run, model) <= 2.5 * bound["tokens"]
+    prices = _prices()
+    bound, needed = oracle(sum(prices.values())), oracle(prices)
+    assert needed["tokens"] < bound["tokens"] < tokens_sent(run, model) <= 2.5 * bound["tokens"]
+    assert run.records[0].by_kind["tools"] == sum(prices[t] for t in ("read_file", "write_file", "grep",
+                                                                       "fetch_market_data", "search_news"))

@@ -67,7 +67,7 @@ TAX_SHARE = 0.40
 TAX_MIN_TOKENS = 100_000
 """...and at least this many schema tokens over the run: a tenth of what makes a run's cost a
 blow-up (``COST_MIN_TOKENS``). Below it, trimming tools saves cents, and a run that offloading
-already keeps small (the course's recommended setting: ~35,000 at every window) is not flagged
+already keeps small (the course's recommended setting: ~20,000 at every window) is not flagged
 for the schemas it still has to send."""
 RAW_REPLY_TOKENS = 2_000
 """Raw dump: a ``task`` reply longer than this is raw data, not a report (reports are ~100)."""

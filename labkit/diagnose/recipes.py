@@ -103,21 +103,21 @@ def _cost_blowup_recipe(fixed: bool):
 
 
 def _tool_tax_recipe(fixed: bool):
-    """Notebook 06 at a real toolbox's size: the recommended setting (offloading at 8,000 tokens,
-    then summarization) on an agent also handed thirty company tools it never calls
-    (``scenario.Toolbox``), so their schemas ride on every call; the fix sends only the tools the
-    task needs."""
+    """Notebook 06 at a real toolbox's size: the recommended setting (three file tools, offloading at
+    8,000 tokens, then summarization: ``evals.Setting``'s defaults) on an agent also handed thirty
+    company tools it never calls (``scenario.Toolbox``), so their schemas ride on every call; the
+    fix sends only the tools the task needs."""
     model = LabModel(window=128_000)
-    middleware = [OffloadMiddleware(tool_limit=8_000), SummarizeMiddleware(model)]
+    middleware = evals.stack(evals.Setting("recommended"), model)
     return model, scenario.run(model, middleware=middleware if fixed else [scenario.Toolbox(), *middleware])
 
 
 def _cache_thrash_recipe(fixed: bool):
-    """Notebook 01: the course's recommended setting (offloading at 8,000 tokens, then
-    summarization) with the time of each call at the top of the system prompt, so no request
+    """Notebook 01: the course's recommended setting (three file tools, offloading at 8,000 tokens,
+    then summarization) with the time of each call at the top of the system prompt, so no request
     begins as an earlier one did; the fix leaves the system prompt alone."""
     model = LabModel(window=128_000)
-    middleware = [OffloadMiddleware(tool_limit=8_000), SummarizeMiddleware(model)]
+    middleware = evals.stack(evals.Setting("recommended"), model)
     stamped = [*middleware, StampedSystemPrompt()]
     return model, scenario.run(model, middleware=middleware if fixed else stamped)
 

@@ -64,7 +64,9 @@ def agent(model, middleware: Sequence = (), harness: str = "agent", *, news_lang
 
     ``harness="agent"`` is langchain's ``create_agent`` with deepagents' ``FilesystemMiddleware``
     first, its eviction switched off (nothing is offloaded unless one of your ``middleware`` does
-    it), then your ``middleware`` in order. ``harness="deep"`` is ``deepagents.create_deep_agent``
+    it), then your ``middleware`` in order; a ``FilesystemMiddleware`` among them takes the first
+    one's place, as ``create_deep_agent`` replaces its own by name (notebook 06: an allowlist of
+    file tools, ``tools=[...]``). ``harness="deep"`` is ``deepagents.create_deep_agent``
     with its whole default stack, your ``middleware`` after it. ``news_language`` and
     ``export_scale`` go to ``tools()``; ``agent_kwargs`` (``store=``, ``system_prompt=``,
     ``subagents=`` …) to the agent factory. Nothing records the calls unless you add a
@@ -81,9 +83,10 @@ def agent(model, middleware: Sequence = (), harness: str = "agent", *, news_lang
     if harness == "deep":
         return create_deep_agent(model, tools=data_tools, middleware=list(middleware),
                                  checkpointer=LatestSaver(), **agent_kwargs)
-    fs = FilesystemMiddleware(tool_token_limit_before_evict=None,
-                              human_message_token_limit_before_evict=None)
-    return create_agent(model, tools=data_tools, middleware=[fs, *middleware],
+    mine = [m for m in middleware if m.name == FilesystemMiddleware.__name__]
+    fs = mine[0] if mine else FilesystemMiddleware(tool_token_limit_before_evict=None,
+                                                   human_message_token_limit_before_evict=None)
+    return create_agent(model, tools=data_tools, middleware=[fs, *(m for m in middleware if m is not fs)],
                         checkpointer=LatestSaver(), **agent_kwargs)
 
 

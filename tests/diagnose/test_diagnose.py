@@ -299,7 +299,7 @@ def test_the_naive_cut_orphans_where_a_safe_cut_would_not(cases):
 
 @pytest.mark.parametrize("window", [128_000, 60_000, 32_000])
 def test_the_courses_recommended_setting_is_clean_at_every_window(window):
-    """Notebook 15's recommended setting (offloading at 8,000 tokens, then summarization): the
+    """Notebook 15's recommended setting (three file tools, offloading at 8,000, then summarization): the
     clinic must not flag what the course recommends — the tool-schema tax of a run offloading
     already keeps small is below the absolute floor worth acting on."""
     run, model = evals.trial(evals.Setting("recommended", window=window))

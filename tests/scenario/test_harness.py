@@ -70,3 +70,13 @@ def test_a_run_keeps_one_message_list_and_loses_nothing():
     content = {path: data["content"] for path, data in theirs["files"].items()}
     assert {path: data["content"] for path, data in ours["files"].items()} == content, "the same files"
     assert len(list(reference.get_state_history(config))) > 10, "InMemorySaver keeps every checkpoint"
+
+
+def test_a_filesystem_middleware_passed_to_the_agent_harness_takes_the_place_of_its_own():
+    """As create_deep_agent replaces its own by name (notebook 06, way 1): one FilesystemMiddleware,
+    yours — its allowlist is what the model is sent, and its tools do the work."""
+    model = LabModel(window=1_000_000)
+    mine = FilesystemMiddleware(tools=["read_file", "write_file"], tool_token_limit_before_evict=None)
+    run = scenario.run(model, middleware=[mine], turns=scenario.TURNS[:1])
+    assert sorted(model.calls[0].tools) == ["fetch_market_data", "read_file", "search_news", "write_file"]
+    assert run.error is None and scenario.REPORT_PATH in run.files, "its write_file wrote the report"
