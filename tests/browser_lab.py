@@ -104,8 +104,10 @@ def chromium():
             browser.close()
 
 
-def api(base: str, token: str, path: str, method: str = "GET"):
-    request = urllib.request.Request(f"{base}{path}", method=method,
+def api(base: str, token: str, path: str, method: str = "GET", body: dict | None = None):
+    """The lab server's REST API: ``body`` sent as JSON, the answer read as JSON (None if empty)."""
+    data = None if body is None else json.dumps(body).encode()
+    request = urllib.request.Request(f"{base}{path}", data=data, method=method,
                                      headers={"Authorization": f"token {token}"})
     with _HTTP.open(request, timeout=10) as response:
         body = response.read()
@@ -295,6 +297,18 @@ def move(page, target: str, action: str) -> float:
     the move (its status line and figure in), having checked the control changed by one move."""
     done = page.evaluate("labkitDone()")
     was = _shown(page, target, action)
+    latency = redraw(page, target, action)
+    page.wait_for_function("k => labkitDone() >= k && labkitSettled(labkitDone())", arg=done + 1,
+                           polling="raf")
+    assert page.evaluate("labkitDone()") == done + 1, f"{action} on {target}: one change in the kernel"
+    now = _shown(page, target, action)
+    assert now != was, f"{action} on {target} changed what it shows (still {now!r})"
+    return latency
+
+
+def redraw(page, target: str, action: str) -> float:
+    """The input of a move (as ``move``) and the wait for the first page's figure to be redrawn,
+    not for the kernel to finish; the ms from the page receiving the input to that frame."""
     assert page.evaluate("labkitArm()"), "the figure is drawn before the move"
     if action == "button":
         page.get_by_role("button", name=target, exact=True).click()
@@ -306,11 +320,6 @@ def move(page, target: str, action: str) -> float:
     redrawn = page.wait_for_function("() => labkitRedrawn()", polling="raf").json_value()
     start = page.evaluate("window.labkitInputAt")
     assert start is not None, f"the page received the move ({action} on {target})"
-    page.wait_for_function("k => labkitDone() >= k && labkitSettled(labkitDone())", arg=done + 1,
-                           polling="raf")
-    assert page.evaluate("labkitDone()") == done + 1, f"{action} on {target}: one change in the kernel"
-    now = _shown(page, target, action)
-    assert now != was, f"{action} on {target} changed what it shows (still {now!r})"
     return redrawn - start
 
 
