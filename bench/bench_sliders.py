@@ -26,8 +26,8 @@ machine is shared, and a move is all in the kernel's one thread), each a median:
   first figure as Jupyter does (``fig._repr_mimebundle_``): that last step's CPU time, median of
   ``--kernels`` processes. Plotly imports nbformat (and so jsonschema) at that moment.
 
-What it leaves out: the browser (``tests/test_browser.py`` prints input → redraw latency), and
-the kernel's start-up itself.
+What it leaves out: the browser (``bench_browser.py``: input → redraw in chromium), and the
+kernel's start-up itself.
 
     .venv/bin/python bench/bench_sliders.py [--moves 21] [--kernels 5]
 """

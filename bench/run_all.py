@@ -10,11 +10,13 @@ the first plot; ``bench_notebooks`` runs all 16 notebooks, ~3–4 min) and print
     tokens_vs_oracle_max=… knobs_cold_ms=… offload_cold_ms=… first_plot_s=…
     cache_prediction_error_max=… cached_cost_vs_deepagents_max=… per_call_growth_800=…
     tokens_vs_oracle_needed_max=… notebook_mb_max=… knobs_all_ms=… offload_all_ms=…
+    browser_redraw_ms_max=…
 
-(one line). Ratios over windows are the worst of 128k, 60k and 32k; every time is CPU time, a
-median (bench/README.md says what each figure measures and leaves out). ``bench_replay`` and
-``bench_counting`` print figures that are not on the line. ``--quick`` is for checking the driver
-itself (few repeats, the figures are not to be quoted).
+(one line; a figure that cannot be measured here reads ``not_measured``). Ratios over windows are
+the worst of 128k, 60k and 32k; every time is CPU time, a median, but ``browser_redraw_ms_max``:
+wall time in the page (bench/README.md says what each figure measures and leaves out).
+``bench_replay`` and ``bench_counting`` print figures that are not on the line. ``--quick`` is for
+checking the driver itself (few repeats, the figures are not to be quoted).
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # the bench modules, run from anywhere
 
+import bench_browser  # noqa: E402
 import bench_caching  # noqa: E402
 import bench_counting  # noqa: E402
 import bench_long  # noqa: E402
@@ -38,11 +41,14 @@ import bench_tokens  # noqa: E402
 LINE = ("middleware_vs_floor", "loop_vs_deepagents", "tokens_vs_deepagents_max", "tokens_vs_naive_max",
         "tokens_vs_oracle_max", "knobs_cold_ms", "offload_cold_ms", "first_plot_s",
         "cache_prediction_error_max", "cached_cost_vs_deepagents_max", "per_call_growth_800",
-        "tokens_vs_oracle_needed_max", "notebook_mb_max", "knobs_all_ms", "offload_all_ms")
+        "tokens_vs_oracle_needed_max", "notebook_mb_max", "knobs_all_ms", "offload_all_ms",
+        "browser_redraw_ms_max")
 
 
-def _fmt(key: str, value: float) -> str:
-    if key.endswith("_ms"):
+def _fmt(key: str, value: float | None) -> str:
+    if value is None:  # bench_browser without chromium
+        return "not_measured"
+    if key.endswith(("_ms", "_ms_max")):
         return f"{value:.1f}"
     return f"{value:.2f}"
 
@@ -66,7 +72,8 @@ def main() -> None:
              ("bench_caching", lambda: bench_caching.measure()),
              ("bench_long", lambda: bench_long.measure((20, 800) if args.quick else (20, 200, 800),
                                                        repeats=1 if args.quick else 3)),
-             ("bench_notebooks", lambda: bench_notebooks.measure(["04"] if args.quick else None))]
+             ("bench_notebooks", lambda: bench_notebooks.measure(["04"] if args.quick else None)),
+             ("bench_browser", lambda: bench_browser.measure(rounds=1 if args.quick else 5))]
     for name, run in steps:
         print(f"\n=== {name} ===", flush=True)
         start = time.perf_counter()

@@ -24,6 +24,7 @@ from langchain_core.messages import AIMessage, ToolMessage
 from pydantic import Field
 
 from labkit import LabModel, scenario
+from tests.browser_lab import CHROMIUM, NO_CHROMIUM, NO_PLAYWRIGHT, chromium
 from tests.openai_server import OpenAIServer
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -94,28 +95,15 @@ def script(name: str):
 
 # -- a real browser ------------------------------------------------------------------------------
 
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--no-first-run",
-                 "--disable-default-apps", "--disable-extensions", "--mute-audio"]
-NO_CHROMIUM = ("no /usr/bin/chromium: install Debian's browser with `sudo apt-get install chromium` "
-               "to run the browser tests (Playwright never downloads one)")
-
-
 @pytest.fixture(scope="module")
 def browser():
     """Debian's chromium, headless, in a fresh profile Playwright makes and deletes; skipped
     without /usr/bin/chromium or without playwright."""
     if not CHROMIUM.exists():
         pytest.skip(NO_CHROMIUM)
-    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is in the test extra: "
-                                   "run `make setup` (or `uv sync --all-extras`)")
-    with sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, headless=True)
-        try:
-            yield browser
-        finally:
-            browser.close()
+    pytest.importorskip("playwright.sync_api", reason=NO_PLAYWRIGHT)
+    with chromium() as browser:
+        yield browser
 
 
 # -- building histories ----------------------------------------------------------------------------

@@ -1,26 +1,22 @@
 """plotly's script reaches a real browser page once, from the kernel, and a figure moved before it
 arrived is drawn as moved (labkit._figure_widget), in JupyterLab with Debian's chromium.
 
-The server, page and helpers are tests/test_browser.py's. The notebook keeps the kernel from
-sending the script with its first figure, so the page has to ask, and the kernel answers only once
-the cell is done: the offload panel moves (tool_limit 2,000) before the page has plotly's code, and a
-second panel follows. The page must draw both, the first as moved, asking for the script once; then
-a key press still redraws in place. Skipped without /usr/bin/chromium, as tests/test_browser.py."""
+The server, page and helpers are tests/test_browser.py's and tests/browser_lab.py's. The notebook
+keeps the kernel from sending the script with its first figure, so the page has to ask, and the
+kernel answers only once the cell is done: the offload panel moves (tool_limit 2,000) before the
+page has plotly's code, and a second panel follows. The page must draw both, the first as moved,
+asking for the script once; then a key press still redraws in place. Skipped without
+/usr/bin/chromium, as tests/test_browser.py."""
 
 from __future__ import annotations
 
-import json
-import urllib.request
-
 import pytest
 
+from tests import browser_lab
 from tests.conftest import CHROMIUM, NO_CHROMIUM
 from tests.test_browser import (  # noqa: F401  (the server and page fixtures)
-    _HTTP,
     _numbers,
     _readback,
-    _run_all,
-    _wait_for_redraw,
     lab,
     page,
     screenshot_on_failure,
@@ -42,17 +38,8 @@ second = widgets.knobs()
 second"""
 
 
-def _put(base: str, token: str, path: str, model: dict) -> None:
-    request = urllib.request.Request(f"{base}/api/contents/{path}", data=json.dumps(model).encode(),
-                                     method="PUT", headers={"Authorization": f"token {token}"})
-    _HTTP.open(request, timeout=10).close()
-
-
 def _text(base: str, token: str, path: str) -> str:
-    request = urllib.request.Request(f"{base}/api/contents/{path}?content=1",
-                                     headers={"Authorization": f"token {token}"})
-    with _HTTP.open(request, timeout=10) as response:
-        return json.loads(response.read())["content"]
+    return browser_lab.api(base, token, f"/api/contents/{path}?content=1")["content"]
 
 
 def test_the_page_asks_for_plotlys_script_once_and_draws_what_came_before(lab, page, tmp_path):  # noqa: F811
@@ -61,12 +48,14 @@ def test_the_page_asks_for_plotlys_script_once_and_draws_what_came_before(lab, p
         "name": "python3", "display_name": "Python 3", "language": "python"}},
         "cells": [{"cell_type": "code", "id": "panels", "metadata": {}, "execution_count": None,
                    "outputs": [], "source": SOURCE}]}
-    _put(base, token, "script_once.ipynb", {"type": "notebook", "format": "json", "content": notebook})
+    browser_lab.api(base, token, "/api/contents/script_once.ipynb", "PUT",
+                    {"type": "notebook", "format": "json", "content": notebook})
     with screenshot_on_failure(page, tmp_path / "failure.png"):
         page.goto(f"{base}/lab/tree/script_once.ipynb?token={token}&reset")
-        _run_all(page)
-        page.wait_for_function("() => [...document.querySelectorAll('.js-plotly-plot')]"
-                               ".filter(p => p.querySelector('.main-svg')).length === 2")
+        browser_lab.run_all(page)
+        page.wait_for_function("() => labkitFigure() !== null && labkitStatus() !== ''"  # the first drawn
+                               " && [...document.querySelectorAll('.js-plotly-plot')]"
+                               ".filter(p => p.querySelector('.gtitle')).length === 2")
         moved = _readback(page)
         numbers = _numbers(moved["status"])
         assert moved["readout"] == "2,000" and "evict results over 2,000 tokens" in moved["title"], \
@@ -75,7 +64,6 @@ def test_the_page_asks_for_plotlys_script_once_and_draws_what_came_before(lab, p
         assert _text(base, token, "sent.txt") == "script\n", "asked once for two figures"
         assert page.evaluate("() => !!globalThis[Symbol.for('labkit.plotly-widget')]"), "kept for the page"
 
-        page.locator(".widget-hslider", has_text="tool_limit").locator(".noUi-handle").focus()
-        page.keyboard.press("End")
-        top = _wait_for_redraw(page, moved)
+        browser_lab.redraw(page, "tool_limit (tokens)", "End")
+        top = _readback(page)
         assert "evict results over 60,000 tokens" in top["title"], "a key press redraws it in place"
