@@ -10,7 +10,7 @@ the first plot; ``bench_notebooks`` runs all 16 notebooks, ~3–4 min) and print
     tokens_vs_oracle_max=… knobs_cold_ms=… offload_cold_ms=… first_plot_s=…
     cache_prediction_error_max=… cached_cost_vs_deepagents_max=… per_call_growth_800=…
     tokens_vs_oracle_needed_max=… notebook_mb_max=… knobs_all_ms=… offload_all_ms=…
-    browser_redraw_ms_max=…
+    browser_redraw_ms_max=… first_cell_s=…
 
 (one line; a figure that cannot be measured here reads ``not_measured``). Ratios over windows are
 the worst of 128k, 60k and 32k; every time is CPU time, a median, but ``browser_redraw_ms_max``:
@@ -31,6 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))  # the bench modules, r
 import bench_browser  # noqa: E402
 import bench_caching  # noqa: E402
 import bench_counting  # noqa: E402
+import bench_first_cell  # noqa: E402
 import bench_long  # noqa: E402
 import bench_notebooks  # noqa: E402
 import bench_overhead  # noqa: E402
@@ -42,7 +43,7 @@ LINE = ("middleware_vs_floor", "loop_vs_deepagents", "tokens_vs_deepagents_max",
         "tokens_vs_oracle_max", "knobs_cold_ms", "offload_cold_ms", "first_plot_s",
         "cache_prediction_error_max", "cached_cost_vs_deepagents_max", "per_call_growth_800",
         "tokens_vs_oracle_needed_max", "notebook_mb_max", "knobs_all_ms", "offload_all_ms",
-        "browser_redraw_ms_max")
+        "browser_redraw_ms_max", "first_cell_s")
 
 
 def _fmt(key: str, value: float | None) -> str:
@@ -73,7 +74,8 @@ def main() -> None:
              ("bench_long", lambda: bench_long.measure((20, 800) if args.quick else (20, 200, 800),
                                                        repeats=1 if args.quick else 3)),
              ("bench_notebooks", lambda: bench_notebooks.measure(["04"] if args.quick else None)),
-             ("bench_browser", lambda: bench_browser.measure(rounds=1 if args.quick else 5))]
+             ("bench_browser", lambda: bench_browser.measure(rounds=1 if args.quick else 5)),
+             ("bench_first_cell", lambda: bench_first_cell.measure(args.kernels))]
     for name, run in steps:
         print(f"\n=== {name} ===", flush=True)
         start = time.perf_counter()
