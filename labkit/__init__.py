@@ -9,8 +9,12 @@
 ``exercises`` their checkers · ``meter`` a budget that holds, ``errors`` a provider's errors (01).
 
 Nothing happens at import: no global settings, seeds or downloads. ``labkit.__version__`` is the
-installed distribution's version (``labkit-context`` on PyPI; pyproject.toml's ``version``).
+installed distribution's version (``labkit-context`` on PyPI; pyproject.toml's ``version``). Each
+module above is ``labkit.<module>`` after ``import labkit`` (imported on first use); one that needs
+the ``course`` extra and finds it missing says which install brings it.
 """
+
+from importlib import import_module
 
 from labkit._version import __version__ as __version__
 from labkit.model import LabModel, get_model
@@ -18,3 +22,23 @@ from labkit.tokens import approx_tokens, count_tokens
 from labkit.trace import Recorder
 
 __all__ = ["LabModel", "Recorder", "approx_tokens", "count_tokens", "get_model"]
+
+MODULES = ("caching", "diagnose", "errors", "evals", "exercises", "experiments", "installed", "isolate",
+           "meter", "model", "offload", "oracle", "plots", "prompts", "replay", "scenario", "summarize",
+           "tables", "tokens", "trace", "versions", "widgets", "yourmodel")
+COURSE_EXTRA = ("plotly", "ipywidgets", "anywidget", "IPython", "ipykernel", "jupyterlab")  # [course]
+
+
+def __getattr__(name: str):
+    """``labkit.<module>`` for every public module, imported on first use (PEP 562)."""
+    if name not in MODULES:
+        raise AttributeError(f"module 'labkit' has no attribute {name!r}")
+    try:
+        return import_module(f"labkit.{name}")
+    except ModuleNotFoundError as missing:
+        if (missing.name or "").split(".")[0] not in COURSE_EXTRA:
+            raise
+        raise ModuleNotFoundError(
+            f"labkit.{name} needs {missing.name}, from the course extra: pip install "
+            f"'labkit-context[course]' (in a checkout of the course: make setup)",
+            name=missing.name) from missing

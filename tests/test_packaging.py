@@ -212,3 +212,33 @@ def test_no_grammar_compiled_when_a_kernel_first_plots():
     checker = jsonschema.FormatChecker()
     assert "uri" in checker.checkers, "uri is still checked (rfc3986-validator)"
     assert not checker.conforms("not a uri", "uri"), "a bad uri is still refused"
+
+
+def test_every_public_module_is_an_attribute_after_import_labkit():
+    """``import labkit; labkit.versions.compare()`` as the README writes it: each public module
+    (every name under labkit/ not starting with _) is ``labkit.<module>``, in a fresh process."""
+    import subprocess
+    import sys
+
+    import labkit
+    package = Path(labkit.__file__).parent
+    public = sorted(p.stem for p in package.iterdir()
+                    if not p.name.startswith("_") and (p.suffix == ".py" or (p / "__init__.py").exists()))
+    assert list(labkit.MODULES) == public, "labkit.MODULES lists exactly the public modules"
+    code = f"import labkit; print([type(getattr(labkit, m)).__name__ for m in {public!r}])"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == str(["module"] * len(public))
+    with pytest.raises(AttributeError, match="no attribute 'nonesuch'"):
+        labkit.nonesuch  # noqa: B018
+
+
+def test_a_missing_course_package_names_the_extra():
+    """Without the course extra, ``from labkit import plots`` says which install brings plotly (a
+    fresh process where plotly cannot be imported; the wheel test checks it with no extra at all)."""
+    import subprocess
+    import sys
+
+    code = ("import sys; sys.modules['plotly'] = None\n"
+            "try:\n    from labkit import plots\nexcept ModuleNotFoundError as e:\n    print(e)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert "pip install 'labkit-context[course]'" in out.stdout, out.stdout + out.stderr
