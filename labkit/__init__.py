@@ -8,10 +8,8 @@
 ``evals`` targeted evals (14, 15) · ``diagnose`` symptom → cause → remedy (16) ·
 ``exercises`` their checkers · ``meter`` a budget that holds, ``errors`` a provider's errors (01).
 
-Nothing happens at import: no global settings, seeds or downloads. ``labkit.__version__`` is the
-installed distribution's version (``labkit-context`` on PyPI; pyproject.toml's ``version``). Each
-module above is ``labkit.<module>`` after ``import labkit`` (imported on first use); one that needs
-the ``course`` extra and finds it missing says which install brings it.
+Nothing happens at import (no settings, seeds or downloads); each module above loads on first use
+as ``labkit.<module>``, naming the ``course`` extra if it lacks it. ``__version__``: labkit-context's.
 """
 
 from importlib import import_module
