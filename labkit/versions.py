@@ -14,8 +14,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import cache
 from importlib import metadata
+from pathlib import Path
 
-__all__ = ["RESTORE", "TESTED", "Comparison", "Difference", "compare"]
+__all__ = ["RESTORE", "TESTED", "Comparison", "Difference", "compare", "restore_advice"]
 
 TESTED: dict[str, str] = {
     "deepagents": "0.7.32",
@@ -23,7 +24,19 @@ TESTED: dict[str, str] = {
     "langchain-core": "1.8.3",
     "langgraph": "1.2.24",
 }
-RESTORE = "run `make setup` in the course folder (or `pip install -r requirements.lock`)"
+
+
+def restore_advice(root: Path | None = None) -> str:
+    """The command that restores the tested versions where labkit is installed: in a checkout of
+    the course (``root``, the folder above the package, holds uv.lock and the Makefile) ``make
+    setup``; installed from the wheel, pip with the tested versions."""
+    root = Path(__file__).resolve().parents[1] if root is None else root
+    if (root / "uv.lock").is_file() and (root / "Makefile").is_file():
+        return "run `make setup` in the course folder (or `pip install -r requirements.lock`)"
+    return "run `pip install " + " ".join(f"{p}=={v}" for p, v in TESTED.items()) + "`"
+
+
+RESTORE = restore_advice()
 
 
 @dataclass(frozen=True)

@@ -80,3 +80,15 @@ def test_notebook_01s_first_code_cell_prints_the_comparison():
     cells = json.loads(notebook.read_text(encoding="utf-8"))["cells"]
     first = "".join(next(c for c in cells if c["cell_type"] == "code")["source"])
     assert "versions.compare()" in first and "print(" in first
+
+
+def test_the_restore_advice_fits_the_install(tmp_path):
+    """A checkout (uv.lock and the Makefile above the package) is told `make setup`; anywhere else
+    (a wheel in site-packages) the pip command with the tested versions."""
+    from labkit import versions
+    assert versions.restore_advice().startswith("run `make setup` in the course folder")  # this checkout
+    assert versions.restore_advice(tmp_path) == "run `pip install " + " ".join(
+        f"{p}=={v}" for p, v in versions.TESTED.items()) + "`"
+    (tmp_path / "uv.lock").write_text("")
+    (tmp_path / "Makefile").write_text("")
+    assert "make setup" in versions.restore_advice(tmp_path)

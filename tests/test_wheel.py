@@ -39,6 +39,7 @@ try:
 except ModuleNotFoundError as missing:
     extra = str(missing)
 print(json.dumps({"versions": callable(labkit.versions.compare), "extra": extra,
+    "restore": labkit.versions.RESTORE,
     "file": labkit.__file__, "version": labkit.__version__, "data": str(scenario.data_dir()),
     "score": str(run.score), "peak": run.peak, "messages": len(run.messages),
     "absent": [m for m in ("plotly", "ipywidgets", "jupyterlab", "pytest")
@@ -106,6 +107,7 @@ def test_the_built_wheel_installs_alone_and_runs_the_scenario(wheel, tmp_path):
     assert there["absent"] == ["plotly", "ipywidgets", "jupyterlab", "pytest"], (
         f"the library alone pulls no notebook or test tools: {there['absent']}")
     assert there["versions"], "labkit.versions works after import labkit"
+    assert there["restore"].startswith("run `pip install deepagents=="), there["restore"]  # no make here
     assert "pip install 'labkit-context[course]'" in there["extra"], there["extra"]
     run = scenario.run(LabModel(window=1_000_000))  # the same run from this checkout
     assert (there["score"], there["peak"], there["messages"]) == (str(run.score), run.peak, len(run.messages))
