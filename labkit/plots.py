@@ -55,8 +55,14 @@ _FRAME = {"legend": {"orientation": "h", "y": -0.2}, "margin": {"l": 60, "r": 20
           "height": 420}  # every per-call figure's legend, margins and height (_layout, _figure)
 
 
+def _calls_axis(calls: int) -> dict:
+    """The x axis of a per-call figure: whole model calls — plotly ticks a short run at 0.5."""
+    return {"title": {"text": "model call"}, **({"dtick": 1} if calls <= 12 else {})}
+
+
 def _layout(fig: go.Figure, title: str, ytitle: str) -> go.Figure:
-    fig.update_layout(title=title, xaxis_title="model call", yaxis_title=ytitle,
+    calls = max((len(t.x) for t in fig.data if getattr(t, "x", None) is not None), default=0)
+    fig.update_layout(title=title, xaxis=_calls_axis(calls), yaxis_title=ytitle,
                       template="plotly_white", **_FRAME)
     return fig
 
@@ -84,7 +90,8 @@ def _figure(traces: list[dict], title: str, ytitle: str, lines: Sequence[dict] =
     notes = [{"text": ln["label"], "xref": "x domain", "x": 0, "yref": "y", "y": ln["y"],
               "showarrow": False, "xanchor": "left", "yanchor": "top" if ln.get("below") else "bottom"}
              for ln in lines]
-    layout = {"title": {"text": title}, "xaxis": {"title": {"text": "model call"}},
+    calls = max((len(t.get("x") or ()) for t in traces), default=0)
+    layout = {"title": {"text": title}, "xaxis": _calls_axis(calls),
               "yaxis": {"title": {"text": ytitle}}, "template": _WHITE, **_FRAME,
               **({"shapes": shapes, "annotations": notes} if lines else {})}
     return go.Figure({"data": traces, "layout": layout}, _validate=False)

@@ -184,3 +184,16 @@ def test_tokens_per_turn_holds_plain_lists_as_a_figure_built_from_lists_does(ove
     plain = plots.tokens_per_turn(overflow_128k, window=128_000, trigger=100_000, events=marks)
     assert fig.to_dict() == plain.to_dict() and fig._data == plain._data, "the same figure"
     assert fig._layout == plain._layout, "the same layout"
+
+
+def test_a_short_run_is_ticked_in_whole_model_calls():
+    """Plotly ticks an axis of two or three calls at 0.5; per-call figures of up to 12 calls tick
+    every call, longer ones keep plotly's own ticks."""
+    from labkit import LabModel, plots, scenario
+    short = scenario.run(LabModel(window=1_000_000), turns=(scenario.NEEDLE_QUESTION,))
+    full = scenario.run(LabModel(window=1_000_000))
+    assert len(short.records) <= 12 < len(full.records)
+    for draw in (plots.tokens_per_turn, plots.cost_curve, plots.composition):
+        assert draw(short).layout.xaxis.dtick == 1, draw.__name__
+        assert draw(full).layout.xaxis.dtick is None, draw.__name__
+        assert draw(short).layout.xaxis.title.text == "model call"
