@@ -83,3 +83,13 @@ def test_plotly_renderer_from_the_environment_reaches_the_panels():
     env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT), "PLOTLY_RENDERER": "notebook_connected"}
     shown = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
     assert shown.stdout.split() == ["['application/vnd.plotly.v1+json',", "'text/html',", "'text/plain']"]
+
+
+def test_the_readme_names_every_package_the_colab_setup_installs(capsys):
+    """The README's Colab section lists what the script installs: no package left out of it."""
+    first, _ = _dry_run(capsys)
+    installed = {a.split("==")[0] for a in first if "==" in a}
+    readme = (ROOT / "README.md").read_text()
+    section = readme[readme.index("## Colab"):]
+    listed = section[section.index("`requirements.lock`\n  ("):section.index("), with whatever")]
+    assert installed == {n.strip(" (;\n") for n in listed.split("(", 1)[1].replace(";", ",").split(",")}
