@@ -2,6 +2,9 @@
 
 A notebook whose cells you changed is first copied to ``.reset-backup/<time>/`` (ignored by git);
 one that only differs by outputs — it was run — is reset without a copy, since nothing is lost.
+The notebook is checked out of the last commit (``git checkout HEAD --``), so git's index records
+the file as it is now and ``git status`` is clean: a save with outputs had left the index holding the
+larger file's size, which git reads as a change, and ``git pull`` refused to update the notebook.
 Reset a notebook while its tab is closed (or reload it afterwards: File ▸ Reload Notebook from
 Disk), or JupyterLab's autosave writes the old version back.
 
@@ -42,7 +45,7 @@ def reset(root: Path, numbers: list[str], stamp: str | None = None) -> list[str]
         committed = _git(root, "show", f"HEAD:{name}")
         path = root / name
         current = path.read_text(encoding="utf-8") if path.exists() else None
-        if current == committed:
+        if current == committed and _git(root, "status", "--porcelain", "--", name) == "":
             continue
         if current is not None and nbstrip.clean(current) != committed:
             backup = root / ".reset-backup" / stamp / path.name
@@ -51,7 +54,7 @@ def reset(root: Path, numbers: list[str], stamp: str | None = None) -> list[str]
             done.append(f"reset {name} (your version: {backup.relative_to(root)})")
         else:
             done.append(f"reset {name}")
-        path.write_text(committed, encoding="utf-8")
+        _git(root, "checkout", "HEAD", "--", name)
     return done
 
 

@@ -32,8 +32,6 @@ GIT = shutil.which("git")
 MAKE = shutil.which("make")
 
 
-
-
 nbstrip = script("nbstrip")
 
 
@@ -53,22 +51,34 @@ def run_by_jupyterlab(path: Path) -> str:
     return nbformat.writes(nb) + "\n"
 
 
+def committed(path: Path) -> str:
+    """The file as the last commit holds it, in a git checkout; the file itself elsewhere (an sdist)."""
+    rel = path.relative_to(ROOT).as_posix()
+    if GIT is not None and (ROOT / ".git").exists():
+        shown = subprocess.run([GIT, "show", f"HEAD:{rel}"], cwd=ROOT, capture_output=True,
+                               text=True, encoding="utf-8")
+        if shown.returncode == 0:
+            return shown.stdout
+    return path.read_text(encoding="utf-8")
+
+
 # --- the filter ---------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("path", sorted((ROOT / "notebooks").glob("*.ipynb")), ids=lambda p: p.name[:2])
 def test_every_committed_notebook_passes_through_the_filter_unchanged(path):
-    text = path.read_text(encoding="utf-8")
+    """What is committed, not the working file: a learner's saved outputs are theirs to keep."""
+    text = committed(path)
     assert nbstrip.clean(text) == text, f"run: python scripts/nbstrip.py {path.relative_to(ROOT)}"
 
 
 def test_a_notebook_run_in_jupyterlab_comes_out_as_committed():
     ran = run_by_jupyterlab(FIRST)
     assert "execution_count\": 1" in ran, "the run copy should carry execution counts"
-    assert nbstrip.clean(ran) == FIRST.read_text(encoding="utf-8"), "the filter should undo the run"
+    assert nbstrip.clean(ran) == committed(FIRST), "the filter should undo the run"
 
 
 def test_the_filter_keeps_what_a_learner_types_and_passes_other_text_through():
-    nb = json.loads(FIRST.read_text(encoding="utf-8"))
+    nb = json.loads(committed(FIRST))
     edited = copy.deepcopy(nb)
     code = next(c for c in edited["cells"] if c["cell_type"] == "code")
     code["source"] = ["answer = 42\n"]
@@ -92,8 +102,8 @@ def clone(tmp_path):
     shutil.copytree(ROOT / "scripts", repo / "scripts")
     for name in ("Makefile", ".gitattributes", ".gitignore"):
         shutil.copy(ROOT / name, repo / name)
-    for path in NOTEBOOKS[:2]:
-        shutil.copy(path, repo / "notebooks" / path.name)
+    for path in NOTEBOOKS[:2]:  # as committed: this checkout's copies may hold a run's outputs
+        (repo / "notebooks" / path.name).write_text(committed(path), encoding="utf-8")
     _git(repo, "init", "-q")
     subprocess.run([MAKE, "-s", "nbstrip-filter", f"PYTHON={sys.executable}"], cwd=repo, check=True,
                    env={**os.environ, "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1"})
@@ -129,7 +139,7 @@ def test_after_a_run_git_is_clean_and_pull_updates_the_notebook(clone):
 
 def test_an_edited_notebook_stays_a_change_until_checked_out(clone):
     path = clone / "notebooks" / FIRST.name
-    committed = path.read_text(encoding="utf-8")
+    as_committed = path.read_text(encoding="utf-8")
     _run_in_jupyterlab(path)
     edited = nbformat.read(path, as_version=4)
     next(c for c in edited.cells if c.cell_type == "code").source = "answer = 42"
@@ -137,7 +147,7 @@ def test_an_edited_notebook_stays_a_change_until_checked_out(clone):
     assert not nbstrip.post_save(model={"type": "notebook"}, os_path=str(path)), "an edit is not staged"
     assert _git(clone, "status", "--porcelain").strip() == f"M notebooks/{FIRST.name}"
     _git(clone, "checkout", "--", f"notebooks/{FIRST.name}")
-    assert path.read_text(encoding="utf-8") == committed, "git checkout restores an edited notebook"
+    assert path.read_text(encoding="utf-8") == as_committed, "git checkout restores an edited notebook"
 
 
 # --- make reset ---------------------------------------------------------------------------------
@@ -161,6 +171,64 @@ def test_make_reset_restores_notebooks_and_keeps_a_copy_of_edits(clone):
     assert ran.read_text(encoding="utf-8") == committed[ran], out
     assert len(list((clone / ".reset-backup").rglob("*.ipynb"))) == 1, "a run notebook needs no copy"
     assert _git(clone, "status", "--porcelain") == "", ".reset-backup/ is ignored by git"
+
+
+def _make(repo: Path, *args: str) -> str:
+    env = {**os.environ, "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1"}
+    return subprocess.run([MAKE, "-s", *args, f"PYTHON={sys.executable}"], cwd=repo, env=env,
+                          check=True, capture_output=True, text=True).stdout
+
+
+def _save_after_run_all(path: Path) -> None:
+    """What JupyterLab does on Run All + save under make lab: write the outputs, then the hook."""
+    ran = run_by_jupyterlab(path)
+    time.sleep(1.1)  # a new mtime, so git re-reads the file
+    path.write_text(ran, encoding="utf-8")
+    assert nbstrip.post_save(model={"type": "notebook"}, os_path=str(path)), "the hook refreshes git"
+
+
+def test_day_two_run_edit_reset_then_pull_a_course_fix(clone, tmp_path):
+    """A learner's clone: Run All + save of two notebooks, an edit to one, make reset of that one;
+    the course then fixes both upstream. git pull succeeds and git status is clean."""
+    learner = tmp_path / "learner"
+    _git(clone.parent, "clone", "-q", str(clone), str(learner))
+    _make(learner, "nbstrip-filter")
+    first, second = (learner / "notebooks" / p.name for p in NOTEBOOKS[:2])
+    for path in (first, second):
+        _save_after_run_all(path)
+    edited = nbformat.read(first, as_version=4)
+    next(c for c in edited.cells if c.cell_type == "code").source += "\nmy_try = 1"
+    time.sleep(1.1)
+    nbformat.write(edited, first)  # saved with its outputs and the edit: a real change
+    assert _git(learner, "status", "--porcelain").strip() == f"M notebooks/{first.name}"
+    out = _make(learner, "reset", f"NB={first.name[:2]}")
+    assert f"reset notebooks/{first.name} (your version: .reset-backup/" in out, out
+    assert _git(learner, "status", "--porcelain") == "", "after make reset, git is clean"
+
+    for name in (first.name, second.name):  # the course fixes both notebooks upstream
+        upstream = clone / "notebooks" / name
+        nb = nbformat.read(upstream, as_version=4)
+        nb.cells[0].source += "\n\nA course fix."
+        upstream.write_text(nbstrip.dumps(nbformat.from_dict(nb)), encoding="utf-8")
+    _git(clone, "commit", "-qam", "a course fix to both notebooks")
+    _git(learner, "pull", "-q", "--ff-only")
+    for path in (first, second):
+        assert "A course fix." in path.read_text(encoding="utf-8"), f"the pull updated {path.name}"
+    assert _git(learner, "status", "--porcelain") == "", "after the pull, git is clean"
+
+
+def test_make_reset_mends_the_index_of_a_notebook_back_as_committed(clone):
+    """Saved with outputs, then reverted by hand: the file is as committed, but git's index still
+    holds the saved file's size and git status lists it; make reset mends the index."""
+    path = clone / "notebooks" / FIRST.name
+    as_committed = path.read_text(encoding="utf-8")
+    _save_after_run_all(path)
+    time.sleep(1.1)
+    path.write_text(as_committed, encoding="utf-8")
+    assert _git(clone, "status", "--porcelain").strip() == f"M notebooks/{FIRST.name}", "git's quirk"
+    assert _make(clone, "reset").strip() == f"reset notebooks/{FIRST.name}"
+    assert _git(clone, "status", "--porcelain") == ""
+    assert _make(clone, "reset").strip() == "every notebook is as committed: nothing to reset"
 
 
 # --- make lab -----------------------------------------------------------------------------------
