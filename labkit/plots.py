@@ -51,6 +51,7 @@ _WHITE = pio.templates["plotly_white"].to_plotly_json()
 _WHITE = _Pickled(layout=_WHITE["layout"], data={"scatter": _WHITE["data"]["scatter"]})
 
 
+FAR = 4.0  # a reference line higher than this many times a figure's data is named, not drawn (_figure)
 _FRAME = {"legend": {"orientation": "h", "y": -0.2}, "margin": {"l": 60, "r": 20, "t": 60, "b": 60},
           "height": 420}  # every per-call figure's legend, margins and height (_layout, _figure)
 
@@ -81,30 +82,41 @@ def _figure(traces: list[dict], title: str, ytitle: str, lines: Sequence[dict] =
     Validation is most of a figure's cost (a slider redraws one per move: ~50 ms validated, ~4 ms
     not, ``bench/bench_sliders.py``); the specs here are fixed, and ``tests/test_plots.py`` checks
     that each figure is the same once validated. ``lines`` are horizontal lines across the plot,
-    ``{"y", "label", "color", "dash", "width", "below"}``, drawn as plotly's ``add_hline`` would.
+    ``{"y", "label", "color", "dash", "width", "below"}``, drawn as plotly's ``add_hline`` would —
+    except a line more than ``FAR`` times the data's peak: drawn to scale it would squash the data
+    into the bottom of the plot, so it is named at the top, with how far above the peak it lies.
     """
+    peak = max((y for t in traces for y in t.get("y") or () if isinstance(y, (int, float))), default=0)
+    near = [ln for ln in lines if not peak or ln["y"] <= FAR * peak]
     shapes = [{"type": "line", "xref": "x domain", "x0": 0, "x1": 1, "yref": "y", "y0": ln["y"],
                "y1": ln["y"], "line": {"color": ln["color"], "width": ln.get("width", 2),
                                         **({"dash": ln["dash"]} if ln.get("dash") else {})}}
-              for ln in lines]
+              for ln in near]
     notes = [{"text": ln["label"], "xref": "x domain", "x": 0, "yref": "y", "y": ln["y"],
               "showarrow": False, "xanchor": "left", "yanchor": "top" if ln.get("below") else "bottom"}
-             for ln in lines]
+             for ln in near]
+    notes += [{"text": f"↑ {ln['label']}: {ln['y'] / peak:.1f}× this run's peak, off the scale",
+               "xref": "x domain", "x": 1, "yref": "y domain", "y": 1, "yshift": 18 * i,
+               "showarrow": False, "xanchor": "right", "yanchor": "bottom", "font": {"color": ln["color"]}}
+              for i, ln in enumerate(ln for ln in lines if ln not in near)]
     calls = max((len(t.get("x") or ()) for t in traces), default=0)
     layout = {"title": {"text": title}, "xaxis": _calls_axis(calls),
               "yaxis": {"title": {"text": ytitle}}, "template": _WHITE, **_FRAME,
-              **({"shapes": shapes, "annotations": notes} if lines else {})}
+              **({"shapes": shapes} if shapes else {}), **({"annotations": notes} if notes else {})}
     return go.Figure({"data": traces, "layout": layout}, _validate=False)
 
 
 def tokens_per_turn(run_or_records, window: int | None = None, trigger: int | None = None,
                     title: str = "Tokens per model call",
-                    events: Sequence[tuple[int, str]] | None = None) -> go.Figure:
+                    events: Sequence[tuple[int, str]] | None = None,
+                    beside: Mapping[str, object] | None = None) -> go.Figure:
     """Tokens the model saw on each call (and the stored history beside it), with the window
     line and, if given, a trigger line. A call that failed is marked with an x.
 
     ``events`` — ``(call index, label)`` pairs, such as ``trace.compaction_marks(run)`` — are
-    marked on the "seen" line at the first call that saw each compacted view. Notebook 01."""
+    marked on the "seen" line at the first call that saw each compacted view. ``beside`` maps a
+    name to another run (or its records), whose "seen" line is drawn dashed over this one: a fix
+    beside its failure (notebook 16's clinic). Notebook 01."""
     records = _records(run_or_records)
     x = _Flat(r.index for r in records)
     traces = [
@@ -119,6 +131,11 @@ def tokens_per_turn(run_or_records, window: int | None = None, trigger: int | No
                        "marker": {"symbol": "x", "size": 14, "color": "black"}})
     if events:
         traces.append(_events(records, events))
+    for name, other in (beside or {}).items():  # dashed, so the line under it shows through
+        others = _records(other)
+        traces.append({"type": "scatter", "x": _Flat(r.index for r in others), "name": name,
+                       "y": _Flat(r.seen for r in others), "mode": "lines+markers",
+                       "line": {"color": "#00CC96", "dash": "dash"}})
     lines = []
     if window:
         lines.append({"y": window, "label": f"window {window:,}", "color": "black"})

@@ -246,12 +246,8 @@ def clinic_result(mode: str = "hard_overflow", cases: Mapping[str, tuple] | None
             raise ValueError(f"cases[{mode!r}] must be (diagnose.reproduce({mode!r}), "
                              f"diagnose.fix({mode!r})), in that order")
     label = diagnose.LABELS[mode]
-    figure = plots.tokens_per_turn(broken.run, window=broken.window,
+    figure = plots.tokens_per_turn(broken.run, window=broken.window, beside={"seen, with the fix": fixed.run},
                                    title=f"{label}: tokens per model call, the failure and its fix")
-    records = fixed.run.records
-    figure.add_scatter(x=[r.index for r in records], y=[r.seen for r in records],
-                       name="seen, with the fix", mode="lines+markers",
-                       line={"color": "#00CC96", "dash": "dash"})  # dashed: the failure shows through
     before, after = broken.findings, fixed.findings
     table = diagnose.compare(broken, fixed)
     symptom = diagnose.row(mode).en.symptom

@@ -49,6 +49,24 @@ def test_tokens_per_turn_draws_window_and_trigger(recorded):
     assert sorted(a.text for a in fig.layout.annotations) == ["trigger 100,000", "window 128,000"]
 
 
+def test_a_line_far_above_the_data_is_named_at_the_top_not_drawn_to_scale(recorded):
+    """The run peaks at ~154k: a 1M window drawn to scale would squash it into the bottom sixth."""
+    peak = max(r.seen for r in recorded.records)
+    fig = plots.tokens_per_turn(recorded, window=1_000_000, trigger=int(peak * 0.9))
+    assert [s.y0 for s in fig.layout.shapes] == [int(peak * 0.9)], "only the near line is drawn"
+    [far] = [a for a in fig.layout.annotations if a.text.startswith("↑")]
+    assert far.text == f"↑ window 1,000,000: {1_000_000 / peak:.1f}× this run's peak, off the scale"
+    assert (far.yref, far.y, far.yanchor) == ("y domain", 1, "bottom"), "above the plot, not at y=1M"
+    flipped = plots.tokens_per_turn(recorded, window=int(plots.FAR * peak))  # within reach: drawn
+    assert [s.y0 for s in flipped.layout.shapes] == [int(plots.FAR * peak)]
+
+
+def test_a_fix_is_drawn_beside_its_failure(recorded, overflow_128k):
+    fig = plots.tokens_per_turn(overflow_128k, window=128_000, beside={"seen, with the fix": recorded})
+    fix = _trace(fig, "seen, with the fix")
+    assert list(fix.y) == [r.seen for r in recorded.records] and fix.line.dash == "dash"
+
+
 @pytest.mark.parametrize("knobs", [{}, {"window": 128_000}, {"window": 128_000, "trigger": 100_000},
                                    {"window": 128_000, "events": [(3, "compaction 1")]}], ids=str)
 def test_tokens_per_turn_is_built_valid_without_validating(knobs, overflow_128k):
