@@ -86,6 +86,8 @@ class Panel:
         self._slow = True  # did the last computation take longer than SLOW_S?
         self.result = self._result()
         self.status = ipw.HTML(self.result.get("status", ""))
+        for name in ("jp-OutputArea-output", "jp-RenderedHTMLCommon"):  # tables as in an output:
+            self.status.add_class(name)  # JupyterLab's look, left-aligned, a wide one scrolls
         self.view = FigureView(self.result["figure"])  # in place in JupyterLab (labkit._render)
         self.widget = ipw.VBox([*self.controls.values(), self.status, self.view.widget])
         for control in self.controls.values():

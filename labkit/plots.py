@@ -52,8 +52,14 @@ _WHITE = _Pickled(layout=_WHITE["layout"], data={"scatter": _WHITE["data"]["scat
 
 
 FAR = 4.0  # a reference line higher than this many times a figure's data is named, not drawn (_figure)
-_FRAME = {"legend": {"orientation": "h", "y": -0.2}, "margin": {"l": 60, "r": 20, "t": 60, "b": 60},
-          "height": 420}  # every per-call figure's legend, margins and height (_layout, _figure)
+_FRAME = {"legend": {"orientation": "h", "y": -0.2}, "margin": {"l": 60, "r": 20, "t": 84, "b": 60},
+          "height": 440}  # every per-call figure's legend, margins and height (_layout, _figure)
+
+
+def _title(text: str) -> dict:
+    """A figure's title, below the strip where plotly's toolbar shows on hover (it covered the
+    right end of a long title), with room under it for a line named off the scale (_figure)."""
+    return {"text": text, "yref": "container", "y": 1, "yanchor": "top", "pad": {"t": 30}}
 
 
 def _calls_axis(calls: int) -> dict:
@@ -63,7 +69,7 @@ def _calls_axis(calls: int) -> dict:
 
 def _layout(fig: go.Figure, title: str, ytitle: str) -> go.Figure:
     calls = max((len(t.x) for t in fig.data if getattr(t, "x", None) is not None), default=0)
-    fig.update_layout(title=title, xaxis=_calls_axis(calls), yaxis_title=ytitle,
+    fig.update_layout(title=_title(title), xaxis=_calls_axis(calls), yaxis_title=ytitle,
                       template="plotly_white", **_FRAME)
     return fig
 
@@ -100,7 +106,7 @@ def _figure(traces: list[dict], title: str, ytitle: str, lines: Sequence[dict] =
                "showarrow": False, "xanchor": "right", "yanchor": "bottom", "font": {"color": ln["color"]}}
               for i, ln in enumerate(ln for ln in lines if ln not in near)]
     calls = max((len(t.get("x") or ()) for t in traces), default=0)
-    layout = {"title": {"text": title}, "xaxis": _calls_axis(calls),
+    layout = {"title": _title(title), "xaxis": _calls_axis(calls),
               "yaxis": {"title": {"text": ytitle}}, "template": _WHITE, **_FRAME,
               **({"shapes": shapes} if shapes else {}), **({"annotations": notes} if notes else {})}
     return go.Figure({"data": traces, "layout": layout}, _validate=False)
@@ -230,7 +236,7 @@ def token_rulers(rows, title: str = "Tokens per tool result: real BPE vs the cha
                                  ("chars/4", "chars/4 (the estimate)", "#636EFA")):
             fig.add_bar(x=[r["ticker"] for r in part], y=[r[key] for r in part], name=name,
                         marker_color=color, legendgroup=key, showlegend=col == 1, row=1, col=col)
-    fig.update_layout(title=title, template="plotly_white", height=420, yaxis_title="tokens",
+    fig.update_layout(title=_title(title), template="plotly_white", height=420, yaxis_title="tokens",
                       legend={"orientation": "h", "y": -0.15})
     return fig
 
@@ -265,7 +271,7 @@ def context_tokens(runs: Mapping[str, Mapping[str, Sequence[int]]],
             fig.add_bar(x=[run], y=[sum(contexts[c])], name=f"{run}: {c}", legendgroup=run,
                         showlegend=False, marker_color=color, marker_opacity=1.0 if i == 0 else 0.55,
                         marker_line={"color": "white", "width": 1}, hovertext=c, row=1, col=2)
-    fig.update_layout(title=title, template="plotly_white", barmode="stack", height=440,
-                      legend={"orientation": "h", "y": -0.3}, margin={"l": 60, "r": 20, "t": 70, "b": 60})
+    fig.update_layout(title=_title(title), template="plotly_white", barmode="stack", height=440,
+                      legend={"orientation": "h", "y": -0.3}, margin={"l": 60, "r": 20, "t": 100, "b": 60})
     fig.update_yaxes(title_text="tokens", row=1, col=1)
     return fig

@@ -32,6 +32,9 @@ def _cell(value: Any) -> str:
 
 
 _NONE = object()  # a row without the column: an empty cell, left-aligned
+# Text: a long name with no space (a knob's code) may break anywhere rather than widen the table
+# past a panel's edge.
+_LEFT = "text-align:left;overflow-wrap:anywhere"
 
 
 def _td(value: Any) -> str:
@@ -40,9 +43,10 @@ def _td(value: Any) -> str:
     if type(value) in (int, float, bool):
         return f"<td style='text-align:right'>{_cell(value)}</td>"
     if value is _NONE:
-        return "<td style='text-align:left'></td>"
-    align = "right" if isinstance(value, (int, float)) else "left"
-    return f"<td style='text-align:{align}'>{html.escape(_cell(value))}</td>"
+        return f"<td style='{_LEFT}'></td>"
+    if isinstance(value, (int, float)):
+        return f"<td style='text-align:right'>{html.escape(_cell(value))}</td>"
+    return f"<td style='{_LEFT}'>{html.escape(_cell(value))}</td>"
 
 
 class Table:

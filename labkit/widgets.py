@@ -29,16 +29,16 @@ from labkit.replay import Trajectory, replay, trajectory
 
 __all__ = ["Panel", "clinic", "clinic_result", "knobs", "knobs_result", "offload_panel", "offload_result"]
 
-_STYLE = {"description_width": "150px"}
+_STYLE = {"description_width": "180px"}  # "keep (messages; 0 = off)" whole
 
 
 def _set_up(controls: Mapping[str, ipw.Widget], initial: Mapping[str, Any]) -> None:
-    """Each control set to its knob's initial value (checked against its range), 560 px wide with
-    a 150 px label; sliders recompute when released, not while dragged."""
+    """Each control set to its knob's initial value (checked against its range), 590 px wide with
+    a 180 px label; sliders recompute when released, not while dragged."""
     for knob, value in initial.items():
         control = controls[knob]
         control.value = check_knob(knob, control, value)
-        control.layout, control.style = ipw.Layout(width="560px"), _STYLE
+        control.layout, control.style = ipw.Layout(width="590px"), _STYLE
         if not isinstance(control, ipw.Checkbox):
             control.continuous_update = False
 

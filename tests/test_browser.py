@@ -26,6 +26,7 @@ from pathlib import Path
 
 import pytest
 
+from labkit import plots
 from tests import browser_lab
 from tests.conftest import CHROMIUM, NO_CHROMIUM
 
@@ -134,3 +135,51 @@ def test_every_knob_of_each_panel_redraws_and_says_how_long(lab, page, tmp_path,
     medians = sorted(((statistics.median(t), knob) for knob, t in measured.items()), reverse=True)
     record_property(f"latency_ms {panel} (median of each knob's moves, worst first)",
                     ", ".join(f"{knob} {ms:.0f}" for ms, knob in medians) + " ms")
+
+
+_LOOKS = """() => {
+    const box = el => el.getBoundingClientRect();
+    const apart = (a, b) => a.right <= b.left || b.right <= a.left || a.bottom <= b.top || b.bottom <= a.top;
+    const status = document.querySelector('.widget-html.jp-RenderedHTMLCommon');
+    const gd = labkitFigure().gd, layout = gd._fullLayout;
+    const th = status.querySelector('th');
+    const ys = gd._fullData.filter(t => t.visible === true).flatMap(t => Array.from(t.y || []));
+    return {
+        clipped_labels: [...document.querySelectorAll('.widget-label')]
+            .filter(l => l.textContent && l.scrollWidth > l.clientWidth).map(l => l.textContent),
+        status_overflow: status.scrollWidth - status.clientWidth,
+        th_padding: th ? parseFloat(getComputedStyle(th).paddingLeft) : null,
+        title_meets_toolbar: !apart(box(gd.querySelector('.gtitle')), box(gd.querySelector('.modebar'))),
+        x_ticks: [...gd.querySelectorAll('.xtick text')].map(t => t.textContent),
+        y_top: layout.yaxis.range[1], data_top: Math.max(...ys),
+        lines: (layout.shapes || []).map(s => s.y0),
+    };
+}"""
+
+
+@pytest.mark.parametrize("panel", browser_lab.PANELS)
+def test_each_panel_reads_well_in_jupyterlab(lab, page, tmp_path, panel):
+    """At 1280 px, as a learner sees it: no control's label cut off, the tables styled as
+    JupyterLab styles an output's and none wider than the panel, the toolbar (shown on hover) clear
+    of the title, whole model calls on the x axis, and the y axis at the data's scale (a reference
+    line far above it is named, not drawn) — for the clinic, on every failure mode. A screenshot of
+    each is kept beside the test's temp files."""
+    with screenshot_on_failure(page, tmp_path / "failure.png"):
+        browser_lab.open_panel(page, *lab, panel)
+        modes = ([label for _, label, _ in browser_lab.plan("clinic", 1)] if panel == "clinic" else [None])
+        for n, mode in enumerate(modes):
+            if mode:
+                browser_lab.move(page, mode, "button")
+            page.locator(".js-plotly-plot").first.hover()
+            page.locator(".modebar").first.wait_for()
+            looks = page.evaluate(_LOOKS)
+            page.screenshot(path=str(tmp_path / f"{panel}_{n}.png"), full_page=True)
+            where = f"{panel} {mode or ''}: {looks}"
+            assert looks["clipped_labels"] == [], where
+            assert looks["status_overflow"] <= 0, where
+            assert looks["th_padding"] is None or looks["th_padding"] > 0, where
+            assert not looks["title_meets_toolbar"], where
+            assert all(re.fullmatch(r"\d+", t.replace(",", "")) for t in looks["x_ticks"]), where
+            top = max([looks["data_top"], *looks["lines"]])
+            assert looks["y_top"] <= 1.25 * top, where
+            assert all(y <= plots.FAR * looks["data_top"] for y in looks["lines"]), where

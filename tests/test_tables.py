@@ -84,7 +84,8 @@ def test_html_cells_are_what_escaping_every_cell_gives():
     t = table(rows, columns=["a", "b", "c"])
 
     def reference(r, c):  # the former cell: every value aligned by its type and escaped
-        return (f"<td style='text-align:{'right' if isinstance(r.get(c), (int, float)) else 'left'}'>"
+        number = isinstance(r.get(c), (int, float))
+        return (f"<td style='{'text-align:right' if number else 'text-align:left;overflow-wrap:anywhere'}'>"
                 f"{html.escape(_cell(r.get(c, '')))}</td>")
 
     body = "".join("<tr>" + "".join(reference(r, c) for c in t.columns) + "</tr>" for r in t.rows)
