@@ -29,6 +29,7 @@ import urllib.request
 from contextlib import contextmanager
 from pathlib import Path
 
+COURSE = Path(__file__).resolve().parents[1]
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync", "--no-first-run",
@@ -138,10 +139,15 @@ def _free_port() -> int:
 @contextmanager
 def lab(root: Path):
     """JupyterLab on a free 127.0.0.1 port with a token, serving ``root/served`` (one notebook per
-    panel, ``panel_<name>.ipynb``); yields ``(url, token)``. Config and runtime dirs are temp dirs
+    panel, ``panel_<name>.ipynb``, and START_HERE.md) with the settings overrides ``make lab``
+    installs; yields ``(url, token)``. Config and runtime dirs are temp dirs
     too (no news toast, no "Select Kernel" dialog). On exit: kernels deleted, server stopped."""
     served, config, runtime = root / "served", root / "config", root / "runtime"
     served.mkdir(parents=True)
+    settings = root / "settings"  # the overrides make lab installs, from this checkout
+    settings.mkdir()
+    (settings / "overrides.json").write_bytes((COURSE / "scripts" / "jupyterlab_overrides.json").read_bytes())
+    (served / "START_HERE.md").write_bytes((COURSE / "notebooks" / "START_HERE.md").read_bytes())
     for name, source in PANELS.items():
         (served / f"panel_{name}.ipynb").write_text(json.dumps(notebook(source + COUNTER), indent=1),
                                                     encoding="utf-8")
@@ -158,7 +164,8 @@ def lab(root: Path):
     server = subprocess.Popen(
         [sys.executable, "-m", "jupyterlab", "--no-browser", "--allow-root", "--ip=127.0.0.1",
          f"--port={port}", "--port-retries=0", f"--IdentityProvider.token={token}",
-         f"--ServerApp.root_dir={served}", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"],
+         f"--ServerApp.root_dir={served}", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+         f"--LabApp.app_settings_dir={settings}"],
         env=env, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
     try:
         deadline = time.monotonic() + 60

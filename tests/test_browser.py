@@ -183,3 +183,15 @@ def test_each_panel_reads_well_in_jupyterlab(lab, page, tmp_path, panel):
             top = max([looks["data_top"], *looks["lines"]])
             assert looks["y_top"] <= 1.25 * top, where
             assert all(y <= plots.FAR * looks["data_top"] for y in looks["lines"]), where
+
+
+def test_start_here_opens_rendered(lab, page):
+    """Opened from the file browser, START_HERE.md shows as a page — its table a table, its links
+    links — not as Markdown source: make lab's settings make Markdown Preview the default viewer."""
+    base, token = lab
+    page.goto(f"{base}/lab?token={token}&reset")
+    page.locator(".jp-DirListing-item", has_text="START_HERE.md").dblclick()
+    shown = page.locator(".jp-MainAreaWidget:visible .jp-RenderedMarkdown")
+    shown.locator("table").first.wait_for()
+    assert shown.locator("a[href*='01_why_context_explodes.ipynb']").count() >= 1, "links are links"
+    assert page.locator(".jp-MainAreaWidget:visible .jp-FileEditor").count() == 0, "no source editor"
