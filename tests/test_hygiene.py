@@ -273,7 +273,7 @@ def test_make_lab_installs_the_settings_and_the_filter_and_runs_quietly():
 def test_make_labs_server_prints_only_the_url_and_a_saved_run_leaves_git_clean(clone, tmp_path):
     quiet = _makefile_var("LAB_QUIET").split()
     env = {**os.environ, "JUPYTER_RUNTIME_DIR": str(tmp_path / "r"),
-           "JUPYTER_CONFIG_DIR": str(tmp_path / "c"),
+           "JUPYTER_CONFIG_DIR": str(tmp_path / "c"), "JUPYTER_DATA_DIR": str(tmp_path / "d"),
            "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1"}
     server = subprocess.Popen([sys.executable, "-m", "jupyterlab", "notebooks", "--no-browser",
                                "--ip=127.0.0.1", "--port=0", "--allow-root", *quiet,
@@ -291,6 +291,8 @@ def test_make_labs_server_prints_only_the_url_and_a_saved_run_leaves_git_clean(c
         assert url, "".join(lines)
         port, token = url.groups()
         nb = json.loads(run_by_jupyterlab(FIRST))
+        for cell in nb["cells"]:  # JupyterLab marks the cells it ran: the server signs them
+            cell["metadata"]["trusted"] = True
         time.sleep(1.1)
         request = urllib.request.Request(
             f"http://127.0.0.1:{port}/api/contents/{FIRST.name}", method="PUT",
@@ -301,12 +303,53 @@ def test_make_labs_server_prints_only_the_url_and_a_saved_run_leaves_git_clean(c
         saved = (clone / "notebooks" / FIRST.name).read_text(encoding="utf-8")
         assert '"output_type"' in saved, "the server saved the outputs to disk"
         assert _git(clone, "status", "--porcelain") == "", "after the save, git is clean"
+        _open_and_run_a_cell(f"127.0.0.1:{port}", token, NOTEBOOKS[1].name)
     finally:
         server.terminate()
         rest, _ = server.communicate(timeout=30)
     output = "".join(lines) + rest
     assert not re.findall(r"^\[I ", output, re.MULTILINE), f"info lines at WARN:\n{output}"
+    assert not re.findall(r"^\[W |WARNING", output, re.MULTILINE), f"a warning, to the learner:\n{output}"
     assert "Warning" not in output, output
+
+
+def _open_and_run_a_cell(host: str, token: str, name: str) -> None:
+    """What a learner's first minute does to the server: open a notebook as committed (no
+    outputs, never signed here), start a kernel and talk to it over the kernel's websocket."""
+    import asyncio
+    import uuid
+
+    from tornado.httpclient import HTTPRequest
+    from tornado.websocket import websocket_connect
+
+    def call(path: str, method: str = "GET", body: dict | None = None) -> dict:
+        request = urllib.request.Request(f"http://{host}{path}", method=method,
+                                         data=json.dumps(body).encode() if body is not None else None,
+                                         headers={"Authorization": f"token {token}"})
+        with urllib.request.urlopen(request, timeout=60) as response:
+            return json.loads(response.read() or b"{}")
+
+    assert call(f"/api/contents/{name}?content=1")["content"]["cells"], "the notebook opened"
+    kernel = call("/api/kernels", "POST", {"name": "python3"})["id"]
+
+    async def run_a_cell() -> str:
+        socket = await websocket_connect(HTTPRequest(
+            f"ws://{host}/api/kernels/{kernel}/channels?session_id={uuid.uuid4().hex}",
+            headers={"Authorization": f"token {token}"}))
+        msg_id = uuid.uuid4().hex
+        socket.write_message(json.dumps({
+            "header": {"msg_id": msg_id, "msg_type": "execute_request", "username": "t", "session": "s",
+                       "version": "5.3", "date": ""}, "parent_header": {}, "metadata": {}, "channel": "shell",
+            "content": {"code": "print(6 * 7)", "silent": False, "store_history": False,
+                        "user_expressions": {}, "allow_stdin": False, "stop_on_error": True}}))
+        while True:
+            reply = json.loads(await asyncio.wait_for(socket.read_message(), 60))
+            if reply["parent_header"].get("msg_id") == msg_id and reply["msg_type"] == "stream":
+                socket.close()
+                return reply["content"]["text"]
+
+    assert asyncio.run(run_a_cell()) == "42\n", "the kernel ran the cell"
+    call(f"/api/kernels/{kernel}", "DELETE")
 
 
 def test_the_readme_states_what_the_makefile_does():
