@@ -73,9 +73,16 @@ def main(argv: list[str] | None = None) -> int:
     if repo is None:
         print(f"no `origin` remote: using the placeholder {PLACEHOLDER} (pass --repo)", file=sys.stderr)
         repo = PLACEHOLDER
-    print(binder_url(repo))
-    if args.hub:
-        print(nbgitpuller_url(args.hub, repo, args.branch))
+    try:
+        print(binder_url(repo))
+        if args.hub:
+            print(nbgitpuller_url(args.hub, repo, args.branch))
+    except ValueError:
+        where = "--repo" if args.repo else "this clone's `origin` remote"
+        print(f"error: {where} is {repo!r}, not an address Binder or a hub can clone from (a local "
+              f"folder, perhaps). Pass the published repository: --repo https://github.com/OWNER/REPO",
+              file=sys.stderr)
+        return 2
     return 0
 
 

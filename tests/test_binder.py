@@ -73,6 +73,15 @@ def test_script_falls_back_to_the_placeholder_without_origin(monkeypatch, capsys
     assert unquote(puller).endswith("lab/tree/labkit/notebooks/01_why_context_explodes.ipynb")
 
 
+def test_a_local_origin_is_named_not_a_traceback(monkeypatch, capsys):
+    """A clone of a clone (origin is a folder): one line saying what to pass, exit status 2."""
+    monkeypatch.setattr(binder_link, "origin", lambda: "/home/me/courses/labkit")
+    assert binder_link.main([]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.count("\n") == 1, err
+    assert "'/home/me/courses/labkit'" in err and "--repo https://github.com/OWNER/REPO" in err
+
+
 @pytest.mark.parametrize(("dist", "extension"), [
     ("jupyterlab_widgets", "@jupyter-widgets/jupyterlab-manager"),
     ("plotly", "jupyterlab-plotly"),
