@@ -14,8 +14,8 @@ notebook, with these changes:
   CDN (the course has no math); links to other notebooks point at their pages;
 - a bar on top and at the bottom: index, glossary, previous and next notebook.
 
-index.html holds the README's course map (each notebook linked to its page), glossary.html the
-glossary (GLOSSARY.md); notebooks/figures/ is copied beside the pages, so the diagrams show.
+index.html holds the README's course map (each notebook linked to its page), start_here.html the
+learner's guide (notebooks/START_HERE.md), glossary.html the glossary (GLOSSARY.md); notebooks/figures/ is copied beside the pages, so the diagrams show.
 
     .venv/bin/python scripts/book.py [--out build/book] [--only 01 04] [--no-execute]
 
@@ -143,15 +143,22 @@ class StaticOutputs(Preprocessor):
         return cell, resources
 
 
+def page_links(markdown: str) -> str:
+    """Markdown links to a notebook, the README, START_HERE or the glossary, pointed at the book's
+    pages: a notebook's page, index.html, start_here.html, glossary.html."""
+    markdown = re.sub(r"\]\((\d\d_\w+)\.ipynb", r"](\1.html", markdown)
+    markdown = re.sub(r"\]\((?:\.\./)?README\.md", "](index.html", markdown)
+    markdown = re.sub(r"\]\((?:notebooks/)?START_HERE\.md", "](start_here.html", markdown)
+    return re.sub(r"\]\((?:\.\./)?GLOSSARY\.md", "](glossary.html", markdown)
+
+
 class PageLinks(Preprocessor):
-    """Links in markdown to another notebook, the README or the glossary point at the book's pages."""
+    """Links in markdown to another notebook, the README, START_HERE or the glossary point at the
+    book's pages (:func:`page_links`)."""
 
     def preprocess_cell(self, cell, resources, index):
         if cell.cell_type == "markdown":
-            cell.source = re.sub(r"\]\((\d\d_\w+)\.ipynb", r"](\1.html", cell.source)
-            cell.source = re.sub(r"\]\((?:\.\./)?README\.md", "](index.html", cell.source)
-            cell.source = re.sub(r"\]\(START_HERE\.md", "](index.html", cell.source)  # the map: the index
-            cell.source = re.sub(r"\]\((?:\.\./)?GLOSSARY\.md", "](glossary.html", cell.source)
+            cell.source = page_links(cell.source)
         return cell, resources
 
 
@@ -166,8 +173,10 @@ def title(nb, fallback: str) -> str:
 
 
 def nav(prev: tuple[str, str] | None = None, next_: tuple[str, str] | None = None) -> str:
-    """The bar above and below each page: index, glossary, the previous and the next notebook."""
-    links = ['<a href="index.html">Index</a>', '<a href="glossary.html">Glossary</a>']
+    """The bar above and below each page: index, start here, glossary, the previous and the next
+    notebook."""
+    links = ['<a href="index.html">Index</a>', '<a href="start_here.html">Start here</a>',
+             '<a href="glossary.html">Glossary</a>']
     if prev:
         links.append(f'<a class="prev" rel="prev" href="{prev[0]}">← {escape(prev[1])}</a>')
     if next_:
@@ -214,6 +223,13 @@ def index_page(readme: str, pages: dict[str, str]) -> str:
     return page(body, heading, nav())
 
 
+def start_here_page(start_here: str) -> str:
+    """start_here.html: notebooks/START_HERE.md rendered (the notebooks point at its sections, such
+    as "Using a real model"), its links pointed at the book's pages."""
+    heading = re.search(r"^# (.+)$", start_here, re.M).group(1)
+    return page(markdown2html(page_links(start_here)), heading, nav())
+
+
 def glossary_page(glossary: str) -> str:
     """glossary.html: GLOSSARY.md rendered."""
     heading = re.search(r"^# (.+)$", glossary, re.M).group(1)
@@ -249,6 +265,8 @@ def build(out: Path = OUT, paths: list[Path] | None = None, run: bool = True,
                                     encoding="utf-8")
     (out / "glossary.html").write_text(glossary_page((ROOT / "GLOSSARY.md").read_text(encoding="utf-8")),
                                        encoding="utf-8")
+    (out / "start_here.html").write_text(start_here_page((NOTEBOOKS / "START_HERE.md").read_text(
+        encoding="utf-8")), encoding="utf-8")
     log(f"book: {out / 'index.html'} ({len(built)} notebook pages)")
     return built
 

@@ -12,6 +12,7 @@ tests/conftest.py) is skipped without /usr/bin/chromium, as tests/test_browser.p
 from __future__ import annotations
 
 import json
+import re
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -105,9 +106,22 @@ def test_pages_link_each_other_index_and_glossary(site):
     assert "上下文窗口" in glossary and "<table>" in glossary, "the glossary's table, 中文 included"
 
 
+def test_the_section_each_notebook_points_at_is_in_the_book(site):
+    """Every notebook says: see "Using a real model" in START_HERE.md. In the book that link goes to
+    start_here.html, which has the section (the index, where it went before, did not)."""
+    out, pages = site
+    text = pages[FIRST.stem].read_text(encoding="utf-8")
+    assert '"Using a real model" in <a href="start_here.html">' in text, "01's page links START_HERE's page"
+    start = (out / "start_here.html").read_text(encoding="utf-8")
+    assert re.search(r"<h2 id=\"Using-a-real-model\">Using a real model<", start), "the section, anchored"
+    assert f'href="{FIRST.stem}.html"' in start and "<table>" in start, "its course map, linked"
+    assert all("start_here.html" in {u for _, u in _refs(page)} for page in out.glob("*.html")), \
+        "every page's bar links it"
+
+
 def test_only_and_no_execute_build_the_named_notebook_from_its_stored_form(tmp_path):
     book.main(["--out", str(tmp_path), "--only", "02", "--no-execute"])
-    assert [p.name for p in tmp_path.glob("*_*.html")] == ["02_tokens_windows_profiles.html"]
+    assert [p.name for p in tmp_path.glob("[0-9][0-9]_*.html")] == ["02_tokens_windows_profiles.html"]
     body = (tmp_path / "02_tokens_windows_profiles.html").read_text(encoding="utf-8").split("<main>")[1]
     assert "jp-OutputArea-output" not in body and "jp-CodeCell" in body, \
         "nothing was run: the stored notebook has no outputs"
