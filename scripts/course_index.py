@@ -3,25 +3,22 @@
 JupyterLab serves ``notebooks/`` only, so the README is out of its reach; START_HERE.md repeats
 what a learner needs from it. Its table is generated: each notebook's link and title (its first
 heading), what the learner leaves knowing (the README's course table), and its core-path and total
-minutes by the pace rule (``scripts/pace.py``). ``python scripts/pace.py --write`` rewrites it with
-the time lines; a test fails when it is out of step.
-
-    python scripts/course_index.py           # print the table
-    python scripts/course_index.py --write   # write it into notebooks/START_HERE.md
+minutes by the pace rule (``scripts/pace.py``, which imports this module — never the other way:
+the times are handed in). ``python scripts/pace.py --write`` rewrites it with the time lines; a
+test fails when it is out of step. ``hours`` and ``splice`` serve the README's table too.
 """
 
 from __future__ import annotations
 
 import re
-import sys
 from pathlib import Path
 
 import nbformat
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import pace  # noqa: E402  (a sibling script, not a package)
-
-INDEX = pace.ROOT / "notebooks" / "START_HERE.md"
+ROOT = Path(__file__).resolve().parents[1]
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+README = ROOT / "README.md"
+INDEX = ROOT / "notebooks" / "START_HERE.md"
 BEGIN, END = "<!-- course map: begin (scripts/pace.py --write) -->", "<!-- course map: end -->"
 
 
@@ -40,7 +37,7 @@ def course_table(readme: str) -> str:
 
 def leaves_knowing() -> dict[str, str]:
     """The README course table's second column, by notebook number."""
-    table = course_table(pace.README.read_text(encoding="utf-8"))
+    table = course_table(README.read_text(encoding="utf-8"))
     return {number: knowing for number, _, knowing in ROW.findall(table)}
 
 
@@ -54,27 +51,27 @@ def table(times: dict[str, dict[str, int]]) -> str:
     """The course map: one row per notebook, linked, with its times."""
     knowing = leaves_knowing()
     rows = ["| | notebook | you leave knowing | core path | total |", "|---|---|---|---:|---:|"]
-    for path in pace.NOTEBOOKS:
+    for path in NOTEBOOKS:
         number, m = path.name[:2], times[path.stem]
         rows.append(f"| {number} | [{title(path)}]({path.name}) | {knowing.get(number, '')} "
                     f"| {m['core']} min | {m['total']} min |")
-    core, total = pace.hours(times)
+    core, total = hours(times)
     rows.append(f"| | **all sixteen** | | **{core}** | **{total}** |")
     return "\n".join(rows)
 
 
+def hours(times: dict[str, dict[str, int]]) -> tuple[str, str]:
+    """The whole course's core path and total, in hours: the last row of both tables."""
+    return tuple(f"{sum(m[key] for m in times.values()) / 60:.1f} h" for key in ("core", "total"))
+
+
+def splice(path: Path, begin: str, end: str, body: str) -> None:
+    """Replace what lies between the markers ``begin`` and ``end`` in ``path`` with ``body``."""
+    text = path.read_text(encoding="utf-8")
+    start, stop = text.index(begin) + len(begin), text.index(end)
+    path.write_text(text[:start] + "\n" + body + "\n" + text[stop:], encoding="utf-8")
+
+
 def write(times: dict[str, dict[str, int]]) -> None:
     """Replace the table between the markers in START_HERE.md."""
-    pace.splice(INDEX, BEGIN, END, table(times))
-
-
-def main(argv: list[str]) -> int:
-    times = {path.stem: pace.minutes(path) for path in pace.NOTEBOOKS}
-    print(table(times))
-    if "--write" in argv:
-        write(times)
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    splice(INDEX, BEGIN, END, table(times))

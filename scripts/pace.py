@@ -39,9 +39,10 @@ from pathlib import Path
 
 import nbformat
 
-ROOT = Path(__file__).resolve().parents[1]
-NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
-README = ROOT / "README.md"
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import course_index  # noqa: E402  (a sibling script: the course map it writes, the tables' helpers)
+
+ROOT, NOTEBOOKS, README = course_index.ROOT, course_index.NOTEBOOKS, course_index.README
 WORDS_PER_MINUTE, LINES_PER_MINUTE, MINUTES_PER_EXERCISE, CORE_LIMIT = 130, 6, 6, 45
 OUTPUT_WORDS_PER_MINUTE, MINUTES_PER_FIGURE, MINUTES_PER_PANEL = 200, 1, 3
 OUTPUTS = ROOT / "scripts" / "pace-outputs"  # one <notebook>.json each
@@ -140,25 +141,13 @@ def time_line(m: dict[str, int]) -> str:
             f"{m['deep']} (by the rule in the README).")
 
 
-def hours(times: dict[str, dict[str, int]]) -> tuple[str, str]:
-    """The whole course's core path and total, in hours: the last row of both tables."""
-    return tuple(f"{sum(m[key] for m in times.values()) / 60:.1f} h" for key in ("core", "total"))
-
-
 def readme_table(times: dict[str, dict[str, int]]) -> str:
     rows = ["| notebook | core path | deep dives | total |", "|---|---:|---:|---:|"]
     rows += [f"| {name} | {m['core']} min | {m['deep']} min | {m['total']} min |"
              for name, m in times.items()]
-    core, total = hours(times)
+    core, total = course_index.hours(times)
     rows.append(f"| **all sixteen** | **{core}** | | **{total}** |")
     return "\n".join(rows)
-
-
-def splice(path: Path, begin: str, end: str, body: str) -> None:
-    """Replace what lies between the markers ``begin`` and ``end`` in ``path`` with ``body``."""
-    text = path.read_text(encoding="utf-8")
-    start, stop = text.index(begin) + len(begin), text.index(end)
-    path.write_text(text[:start] + "\n" + body + "\n" + text[stop:], encoding="utf-8")
 
 
 def write(times: dict[str, dict[str, int]]) -> None:
@@ -172,8 +161,7 @@ def write(times: dict[str, dict[str, int]]) -> None:
         lines[at] = TIME_LINE.sub(time_line(times[path.stem]), lines[at], count=1)
         first.source = "\n".join(lines)
         nbformat.write(nb, path)
-    splice(README, BEGIN, END, readme_table(times))
-    import course_index  # a sibling script that imports this one: here, not at the top (a cycle)
+    course_index.splice(README, BEGIN, END, readme_table(times))
     course_index.write(times)
 
 

@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parents[1]
 INDEX = ROOT / "notebooks" / "START_HERE.md"
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
 course_index = script("course_index")
-pace = course_index.pace
+pace = script("pace")
 TEXT = INDEX.read_text(encoding="utf-8")
 
 
@@ -94,3 +94,23 @@ def test_the_files_it_names_exist():
     for name in ("README.md", "GLOSSARY.md", "labkit", "data", "scripts/nbstrip.py"):
         assert name in TEXT, f"{name} is not named"
         assert (ROOT / name).exists(), f"{name} is named but missing"
+
+
+def test_the_scripts_import_each_other_without_a_cycle():
+    """A sibling script imported from another (``import pace``) — at the top or inside a function —
+    never leads back to the first: course_index once imported pace, which imported it back."""
+    import ast
+
+    scripts = {p.stem: p for p in (ROOT / "scripts").glob("*.py")}
+    imports = {name: {alias.name for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+                      if isinstance(node, ast.Import) for alias in node.names if alias.name in scripts}
+               for name, path in scripts.items()}
+
+    def reaches(start: str, seen: tuple[str, ...]) -> None:
+        for other in imports[start]:
+            assert other not in seen, f"an import cycle: {' -> '.join((*seen, other))}"
+            reaches(other, (*seen, other))
+
+    assert "course_index" in imports["pace"] and "pace" not in imports["course_index"]
+    for name in scripts:
+        reaches(name, (name,))
