@@ -4,7 +4,7 @@
 #                the URL to open, no news prompt)
 #   make test    set everything up, then lint (ruff, configured in pyproject.toml) and run the whole
 #                test suite (what CI runs; under CI, as root, it also apt-get installs Debian's
-#                chromium for the browser test)
+#                chromium and postgresql for the browser and Postgres tests)
 #   make bench   set everything up, then run every benchmark in bench/ (a few minutes; CPU time,
 #                medians): it ends with one line, `bench: middleware_vs_floor=... first_plot_s=...`
 #                (bench/README.md). Run it on a quiet machine; BENCH_ARGS=--quick checks the driver.
@@ -68,14 +68,20 @@ lab: $(SYNCED) $(LAB_OVERRIDES) nbstrip-filter
 	fi; \
 	exec $(VENV)/bin/jupyter lab notebooks/ $$flags $(LAB_ARGS)
 
-# Under CI only (CI set, as root, on Debian/Ubuntu), install Debian's chromium first if it is
-# missing, so tests/test_browser.py really runs there (about 25 s). A learner's `make test` never
-# installs anything system-wide: without /usr/bin/chromium the browser test is skipped.
+# Under CI only (CI set, as root, on Debian/Ubuntu), install what is missing of Debian's chromium
+# and postgresql first, so tests/test_browser.py and tests/test_memory_postgres.py really run there
+# (about 25 s each). A learner's `make test` never installs anything system-wide: without
+# /usr/bin/chromium the browser test is skipped, without PostgreSQL's initdb the Postgres one.
 test: $(SYNCED)
-	@if [ -n "$${CI:-}" ] && [ ! -e /usr/bin/chromium ] && [ "$$(id -u)" = 0 ] \
-	    && command -v apt-get >/dev/null 2>&1; then \
-	  echo "CI: installing Debian's chromium for the browser test (apt-get install chromium)"; \
-	  set -x; apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; \
+	@if [ -n "$${CI:-}" ] && [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	  missing=""; \
+	  [ -e /usr/bin/chromium ] || missing=" chromium"; \
+	  command -v initdb >/dev/null 2>&1 || ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 \
+	    || missing="$$missing postgresql"; \
+	  if [ -n "$$missing" ]; then \
+	    echo "CI: installing Debian's$$missing for the browser and Postgres tests (apt-get install)"; \
+	    set -x; apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
+	  fi; \
 	fi
 	$(VENV)/bin/ruff check labkit tests bench scripts
 	$(VENV)/bin/python -m pytest -n $(PYTEST_JOBS) --dist loadfile $(PYTEST_ARGS)

@@ -111,6 +111,7 @@ def execute(nb, cwd: Path, timeout: int = 300):
     env = {k: v for k, v in os.environ.items() if k not in UNSET}
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
     with tempfile.TemporaryDirectory(prefix="labkit-book-") as sockets:
+        env["LABKIT_STATE"] = str(Path(sockets) / "state")  # notebook 13's SQLite files: not yours
         km = KernelManager(kernel_name="python3", kernel_spec_manager=_ThisPython(), transport="ipc",
                            ip=str(Path(sockets) / "kernel"))
         try:

@@ -8,13 +8,17 @@ larger file's size, which git reads as a change, and ``git pull`` refused to upd
 Reset a notebook while its tab is closed (or reload it afterwards: File ▸ Reload Notebook from
 Disk), or JupyterLab's autosave writes the old version back.
 
-    python scripts/reset_notebooks.py          # every notebook
+Without notebook numbers, or with 13, it also moves ``data/state/`` (notebook 13's memory and
+threads, SQLite files) to ``.reset-backup/<time>/state/``.
+
+    python scripts/reset_notebooks.py          # every notebook, and data/state/
     python scripts/reset_notebooks.py 04 07    # notebooks 04 and 07
 """
 
 from __future__ import annotations
 
 import datetime
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -58,10 +62,25 @@ def reset(root: Path, numbers: list[str], stamp: str | None = None) -> list[str]
     return done
 
 
+def reset_state(root: Path, stamp: str | None = None) -> list[str]:
+    """Move ``data/state/`` — what notebook 13 kept beyond the kernel: the agent's memory and its
+    threads, in SQLite files — to ``.reset-backup/<time>/state/``, so the next run starts as the
+    course does. Returns the line saying so, or nothing when there was none."""
+    state = root / "data" / "state"
+    if not state.is_dir() or not any(state.iterdir()):
+        return []
+    stamp = stamp or datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
+    backup = root / ".reset-backup" / stamp / "state"
+    backup.parent.mkdir(parents=True, exist_ok=True)
+    shutil.move(state, backup)
+    return [f"reset data/state/ (the agent's memory and threads; yours: {backup.relative_to(root)})"]
+
+
 def main(argv: list[str]) -> int:
     root = Path(__file__).resolve().parents[1]
     try:
-        lines = reset(root, argv)
+        numbers = {x.zfill(2) for x in argv}
+        lines = reset(root, argv) + (reset_state(root) if not numbers or "13" in numbers else [])
     except (OSError, subprocess.CalledProcessError) as error:
         print(f"error: make reset needs a git clone of the course and git ({error})", file=sys.stderr)
         return 1

@@ -28,6 +28,17 @@ from tests.browser_lab import CHROMIUM, NO_CHROMIUM, NO_PLAYWRIGHT, chromium
 from tests.openai_server import OpenAIServer
 
 ROOT = Path(__file__).resolve().parent.parent
+
+
+def pytest_configure(config):
+    """What notebook 13 keeps beyond the kernel (``scenario.state_dir()``) goes to a folder of this
+    test process's own, inherited by the notebooks' kernels: never the learner's ``data/state/``,
+    and never another suite's running beside this one."""
+    import tempfile
+
+    os.environ["LABKIT_STATE"] = tempfile.mkdtemp(prefix="labkit-state-")
+
+
 SNAPSHOTS = Path(__file__).resolve().parent / "snapshots"
 FIXED = dt.datetime(2025, 1, 2, 3, 4, 5, tzinfo=dt.timezone.utc)  # a clock for archives and events
 

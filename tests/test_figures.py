@@ -196,13 +196,16 @@ def test_nb11_trigger_and_wall_are_the_installed_fallback():
 
 
 def test_nb13_composite_backend_routes_are_the_notebooks():
+    import sqlite3
+
     from deepagents.backends import CompositeBackend, StateBackend, StoreBackend
+    from langgraph.store.sqlite import SqliteStore
 
     from labkit import scenario
 
     names = _notebook_names("13_skills_and_memory.ipynb", "def memory_backend", {
         "CompositeBackend": CompositeBackend, "StateBackend": StateBackend, "StoreBackend": StoreBackend,
-        "scenario": scenario})
+        "scenario": scenario, "sqlite3": sqlite3, "SqliteStore": SqliteStore})
     backend = names["memory_backend"](scenario.memory_store())
     routes = [f"{prefix} → {type(b).__name__}" for prefix, b in backend.sorted_routes]
     assert _classed_labels("13-composite-backend.svg", "route") == routes

@@ -231,6 +231,21 @@ def test_make_reset_mends_the_index_of_a_notebook_back_as_committed(clone):
     assert _make(clone, "reset").strip() == "every notebook is as committed: nothing to reset"
 
 
+def test_make_reset_moves_notebook_13s_memory_and_threads_aside(clone):
+    """data/state/ (SQLite files notebook 13 keeps beyond the kernel) is moved to .reset-backup/,
+    not deleted, by make reset and make reset NB=13 — not by a reset of another notebook."""
+    state = clone / "data" / "state"
+    state.mkdir(parents=True)
+    (state / "memory.sqlite").write_bytes(b"the learner's memory")
+    assert "data/state" not in _make(clone, "reset", "NB=01"), "another notebook's reset leaves it"
+    assert (state / "memory.sqlite").exists()
+    out = _make(clone, "reset", "NB=13")
+    assert "reset data/state/" in out and not state.exists(), out
+    [kept] = (clone / ".reset-backup").glob("*/state/memory.sqlite")
+    assert kept.read_bytes() == b"the learner's memory", "moved aside, not deleted"
+    assert _git(clone, "status", "--porcelain") == "", "git ignores data/state/ and the backup"
+
+
 # --- make lab -----------------------------------------------------------------------------------
 
 def _makefile_var(name: str) -> str:

@@ -45,6 +45,7 @@ __all__ = [
     "news_text",
     "skill_files",
     "skill_text",
+    "state_dir",
     "tools",
     "transcript_text",
     "with_transcript",
@@ -183,9 +184,25 @@ def memory_files(path: str = MEMORY_PATH) -> dict[str, dict[str, Any]]:
     return {path: create_file_data(memory_text())}
 
 
+def state_dir() -> Path:
+    """Where what outlives the kernel goes (notebook 13: the memory store and the threads, in
+    SQLite files): ``$LABKIT_STATE``; else, in a checkout, ``data/state/`` (ignored by git; ``make
+    reset`` moves it to ``.reset-backup/``); else ``labkit-state/`` in the working folder (an
+    installed wheel's data folder may not be writable). Made if missing. Notebook 13."""
+    if os.environ.get("LABKIT_STATE"):
+        path = Path(os.environ["LABKIT_STATE"])
+    elif data_dir() == CHECKOUT_DATA:
+        path = CHECKOUT_DATA / "state"
+    else:
+        path = Path.cwd() / "labkit-state"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
 def memory_store(store=None, key: str = "/AGENTS.md"):
-    """A langgraph store (a new ``InMemoryStore`` unless given) holding the memory file under
-    ``MEMORY_NAMESPACE``. Notebook 13.
+    """A langgraph store (a new ``InMemoryStore`` unless given: notebook 13 gives a ``SqliteStore``)
+    holding the data set's memory file under ``MEMORY_NAMESPACE`` — put again, as the course starts,
+    over an edit an earlier run made. Notebook 13.
 
     Route the memory folder to it with ``CompositeBackend(default=StateBackend(),
     routes={"/memories/": StoreBackend(namespace=lambda rt: MEMORY_NAMESPACE, store=store)})``:

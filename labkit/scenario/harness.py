@@ -56,11 +56,12 @@ def _seed_files(files: dict[str, Any] | None) -> dict[str, Any]:
 
 
 def agent(model, middleware: Sequence = (), harness: str = "agent", *, news_language: str = "en",
-          export_scale: float = 1.0, **agent_kwargs):
-    """The compiled agent :func:`run` drives, with the scenario's two data tools and its own
-    checkpointer (langgraph's ``InMemorySaver`` keeping the latest checkpoint only,
-    ``labkit._checkpoint``: a long run's memory stays flat). Notebook 10 builds it to stream a
-    run (``.stream`` / ``.astream_events``).
+          export_scale: float = 1.0, checkpointer=None, **agent_kwargs):
+    """The compiled agent :func:`run` drives, with the scenario's two data tools and a checkpointer:
+    ``checkpointer``, or its own (langgraph's ``InMemorySaver`` keeping the latest value of each
+    plain channel, ``labkit._checkpoint``: a long run's memory stays flat) — a thread that must be
+    resumed by another process needs a database's, such as langgraph's ``SqliteSaver`` (notebook
+    13). Notebook 10 builds it to stream a run (``.stream`` / ``.astream_events``).
 
     ``harness="agent"`` is langchain's ``create_agent`` with deepagents' ``FilesystemMiddleware``
     first, its eviction switched off (nothing is offloaded unless one of your ``middleware`` does
@@ -80,14 +81,15 @@ def agent(model, middleware: Sequence = (), harness: str = "agent", *, news_lang
     if harness not in ("agent", "deep"):
         raise ValueError(f"harness must be 'agent' or 'deep', not {harness!r}")
     data_tools = tools(news_language, export_scale)
+    checkpointer = LatestSaver() if checkpointer is None else checkpointer
     if harness == "deep":
         return create_deep_agent(model, tools=data_tools, middleware=list(middleware),
-                                 checkpointer=LatestSaver(), **agent_kwargs)
+                                 checkpointer=checkpointer, **agent_kwargs)
     mine = [m for m in middleware if m.name == FilesystemMiddleware.__name__]
     fs = mine[0] if mine else FilesystemMiddleware(tool_token_limit_before_evict=None,
                                                    human_message_token_limit_before_evict=None)
     return create_agent(model, tools=data_tools, middleware=[fs, *(m for m in middleware if m is not fs)],
-                        checkpointer=LatestSaver(), **agent_kwargs)
+                        checkpointer=checkpointer, **agent_kwargs)
 
 
 def run(
@@ -119,7 +121,9 @@ def run(
     ``files`` seeds the thread's state files on the first turn (``{path: text or deepagents file
     data}``, e.g. ``skill_files()``); ``thread_id`` names the thread. Each run has its own
     checkpointer, so two runs never share a thread: what outlives one must live in a store
-    (``store=`` goes to the agent with the other ``agent_kwargs``).
+    (``store=`` goes to the agent with the other ``agent_kwargs``) — unless you pass one
+    ``checkpointer=`` (a ``SqliteSaver``) to both: the second run with the same ``thread_id``
+    resumes the first's thread.
     """
     recorder = Recorder() if recorder is None else recorder
     graph = agent(model, [*middleware, recorder], harness, news_language=news_language,

@@ -80,3 +80,33 @@ def test_a_filesystem_middleware_passed_to_the_agent_harness_takes_the_place_of_
     run = scenario.run(model, middleware=[mine], turns=scenario.TURNS[:1])
     assert sorted(model.calls[0].tools) == ["fetch_market_data", "read_file", "search_news", "write_file"]
     assert run.error is None and scenario.REPORT_PATH in run.files, "its write_file wrote the report"
+
+
+def test_a_thread_on_a_saver_you_pass_resumes_in_the_next_run(tmp_path):
+    """checkpointer= replaces the harness's own: a second run with the same thread id on a new
+    SqliteSaver over the same file (as another process would open it) starts from the first's
+    messages; on the default checkpointer each run starts empty."""
+    import sqlite3
+
+    from langgraph.checkpoint.sqlite import SqliteSaver
+
+    def saver():
+        return SqliteSaver(sqlite3.connect(tmp_path / "threads.sqlite", check_same_thread=False))
+
+    window = LabModel(window=1_000_000)
+    first = scenario.run(window, turns=(scenario.REQUEST,), thread_id="t", checkpointer=saver())
+    resumed = scenario.run(LabModel(window=1_000_000), turns=(scenario.FEEDBACK,), thread_id="t",
+                           checkpointer=saver())
+    alone = scenario.run(LabModel(window=1_000_000), turns=(scenario.FEEDBACK,), thread_id="t")
+    assert not (first.error or resumed.error or alone.error)
+    assert resumed.state["messages"][:len(first.state["messages"])] == first.state["messages"]
+    assert len(resumed.state["messages"]) == len(first.state["messages"]) + len(alone.state["messages"])
+
+
+def test_state_dir_is_the_checkouts_data_state_or_labkit_state(monkeypatch, tmp_path):
+    from labkit.scenario import data
+
+    monkeypatch.delenv("LABKIT_STATE", raising=False)
+    assert scenario.state_dir() == data.CHECKOUT_DATA / "state", "a checkout: data/state/ (git ignores it)"
+    monkeypatch.setenv("LABKIT_STATE", str(tmp_path / "mine"))
+    assert scenario.state_dir() == tmp_path / "mine" and (tmp_path / "mine").is_dir()
