@@ -28,7 +28,10 @@ COURSE_EXTRA = ("plotly", "ipywidgets", "anywidget", "IPython", "ipykernel", "ju
 
 
 def __getattr__(name: str):
-    """``labkit.<module>`` for every public module, imported on first use (PEP 562)."""
+    """``labkit.<module>`` for every public module, imported on first use (PEP 562), and
+    ``labkit.progress()``, where a learner stands (``labkit.exercises.progress``)."""
+    if name == "progress":
+        return import_module("labkit.exercises.progress").progress
     if name not in MODULES:
         raise AttributeError(f"module 'labkit' has no attribute {name!r}")
     try:

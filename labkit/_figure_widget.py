@@ -112,6 +112,7 @@ class FigureWidget(go.FigureWidget):
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
+        self._config = {**self._config, "responsive": True}  # redrawn to the page's new width (zoom)
         self.on_msg(self._on_custom_msg)
         if not FigureWidget._sent_first:
             FigureWidget._sent_first = True

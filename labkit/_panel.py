@@ -64,6 +64,8 @@ class Panel:
         collect: run Python's garbage collector once the panel is made, so that what making it
             left behind is not collected during the first moves (a full collection in a kernel of a
             few hundred thousand objects takes ~100 ms; 2026-12-02, ``bench_sliders.py``).
+        figure_first: the figure right under the controls, the status (its tables) after it — the
+            clinic's order, so that on a projector the plot is on the first screen.
 
     Example:
         >>> # panel = Panel(lambda n: {"figure": make(n)}, {"n": ipw.IntSlider(3, min=1, max=9)})
@@ -71,7 +73,7 @@ class Panel:
     """
 
     def __init__(self, compute: Callable[..., dict], controls: Mapping[str, ipw.Widget],
-                 cache_size: int = 32, collect: bool = False) -> None:
+                 cache_size: int = 32, collect: bool = False, figure_first: bool = False) -> None:
         if not controls:
             raise ValueError("a Panel needs at least one control")
         for knob, control in controls.items():
@@ -89,7 +91,9 @@ class Panel:
         for name in ("jp-OutputArea-output", "jp-RenderedHTMLCommon"):  # tables as in an output:
             self.status.add_class(name)  # JupyterLab's look, left-aligned, a wide one scrolls
         self.view = FigureView(self.result["figure"])  # in place in JupyterLab (labkit._render)
-        self.widget = ipw.VBox([*self.controls.values(), self.status, self.view.widget])
+        self._figure_first = figure_first
+        shown = [self.view.widget, self.status] if figure_first else [self.status, self.view.widget]
+        self.widget = ipw.VBox([*self.controls.values(), *shown])
         for control in self.controls.values():
             control.observe(self._changed, names="value")
         if collect:
@@ -151,7 +155,8 @@ class Panel:
 
     def _repr_mimebundle_(self, **kwargs):
         bundle = self.widget._repr_mimebundle_(**kwargs) or {}  # live where widgets render, else:
-        return bundle | {"text/html": snapshot_html(self.controls, self.status.value, self.result["figure"])}
+        return bundle | {"text/html": snapshot_html(self.controls, self.status.value, self.result["figure"],
+                                                    self._figure_first)}
 
     def __repr__(self) -> str:
         return "Panel(" + ", ".join(f"{k}={v!r}" for k, v in self.values.items()) + ")"

@@ -129,15 +129,16 @@ def figure_output(figure) -> dict:
     return {"output_type": "display_data", "data": data, "metadata": {}}
 
 
-def snapshot_html(controls: dict, status: str, figure) -> str:
+def snapshot_html(controls: dict, status: str, figure, figure_first: bool = False) -> str:
     """The panel as HTML with no widgets: each knob's value, the status line and the figure
-    (plotly's ``to_html`` without plotly.js, which the page must load once)."""
+    (plotly's ``to_html`` without plotly.js, which the page must load once), in the panel's order."""
     knobs = " · ".join(f"{escape(getattr(c, 'description', '') or k)}: <b>{escape(_readout(c))}</b>"
                        for k, c in controls.items())
     plot = pio.to_html(figure, include_plotlyjs=False, include_mathjax=False, full_html=False,
                        validate=False, default_width="100%")
+    shown = f"{plot}<div>{status}</div>" if figure_first else f"<div>{status}</div>{plot}"
     return (f'<div class="labkit-panel-snapshot"><p><i>A snapshot of the panel (run the notebook to '
-            f"move its controls):</i> {knobs}</p><div>{status}</div>{plot}</div>")
+            f"move its controls):</i> {knobs}</p>{shown}</div>")
 
 
 def _readout(control) -> str:

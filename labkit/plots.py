@@ -52,14 +52,21 @@ _WHITE = _Pickled(layout=_WHITE["layout"], data={"scatter": _WHITE["data"]["scat
 
 
 FAR = 4.0  # a reference line higher than this many times a figure's data is named, not drawn (_figure)
-_FRAME = {"legend": {"orientation": "h", "y": -0.2}, "margin": {"l": 60, "r": 20, "t": 84, "b": 60},
-          "height": 440}  # every per-call figure's legend, margins and height (_layout, _figure)
+_FRAME = {"legend": {"orientation": "h", "y": -0.2}, "margin": {"l": 60, "r": 20, "t": 104, "b": 60},
+          "height": 460}  # every per-call figure's legend, margins and height (_layout, _figure)
+TITLE_LINE = 60  # characters: a longer title goes on two lines, at its " — " (_title)
 
 
 def _title(text: str) -> dict:
     """A figure's title, below the strip where plotly's toolbar shows on hover (it covered the
-    right end of a long title), with room under it for a line named off the scale (_figure)."""
-    return {"text": text, "yref": "container", "y": 1, "yanchor": "top", "pad": {"t": 30}}
+    right end of a long title), with room under it for a line named off the scale (_figure). A
+    title longer than ``TITLE_LINE`` is broken at its first " — ": plotly never wraps one, and at
+    150% zoom on a 1280-pixel projector a panel's ran past the figure's right edge."""
+    if len(text) > TITLE_LINE and " — " in text:
+        text = text.replace(" — ", "<br>", 1)
+    # plotly raises a title by a line for each line it adds: the pad takes it down again
+    return {"text": text, "yref": "container", "y": 1, "yanchor": "top",
+            "pad": {"t": 32 + 18 * text.count("<br>")}}
 
 
 def _calls_axis(calls: int) -> dict:

@@ -20,6 +20,7 @@ from typing import Any
 import ipywidgets as ipw
 
 from labkit import diagnose, plots, scenario, tables
+from labkit._clinic_figures import symptom as symptom_figure
 from labkit._offload_runs import OffloadRuns
 from labkit._panel import Panel, check_knob
 from labkit._paths import RESULTS_DIR
@@ -234,8 +235,8 @@ def knobs(run: Any = None, window: int = 128_000, trigger: float = 0.85, keep: f
 def clinic_result(mode: str = "hard_overflow", cases: Mapping[str, tuple] | None = None) -> dict:
     """One failure mode and its fix (``labkit.diagnose``), and what an instructor shows of them:
     ``broken`` and ``fixed`` (``diagnose.Case``), ``before`` and ``after`` (their findings),
-    ``compare`` (a table), ``figure`` (tokens per model call: the failure, refused calls marked,
-    and the fix beside it) and a ``status`` line with the diagnosis of both.
+    ``compare`` (a table), ``figure`` (the mode's own symptom, the failure and its fix on one plot:
+    ``labkit._clinic_figures``) and a ``status`` line with the diagnosis of both.
 
     ``cases`` maps a mode to an already run ``(broken, fixed)`` pair; other modes are run here.
     Notebook 16.
@@ -246,8 +247,7 @@ def clinic_result(mode: str = "hard_overflow", cases: Mapping[str, tuple] | None
             raise ValueError(f"cases[{mode!r}] must be (diagnose.reproduce({mode!r}), "
                              f"diagnose.fix({mode!r})), in that order")
     label = diagnose.LABELS[mode]
-    figure = plots.tokens_per_turn(broken.run, window=broken.window, beside={"seen, with the fix": fixed.run},
-                                   title=f"{label}: tokens per model call, the failure and its fix")
+    figure = symptom_figure(broken, fixed)
     before, after = broken.findings, fixed.findings
     table = diagnose.compare(broken, fixed)
     symptom = diagnose.row(mode).en.symptom
@@ -261,11 +261,11 @@ def clinic_result(mode: str = "hard_overflow", cases: Mapping[str, tuple] | None
 def clinic(mode: str = "hard_overflow", cases: Mapping[str, tuple] | None = None) -> Panel:
     """One button per failure mode (``diagnose.MODES``): a press runs the failure and its fix
     (:func:`clinic_result`; a second press of the same button is instant, from the cache) and
-    shows their diagnosis above tokens per model call. Pass ``cases`` to reuse runs already made.
+    shows the mode's symptom, then their diagnosis. Pass ``cases`` to reuse runs already made.
     Notebook 16.
     """
     buttons = ipw.ToggleButtons(options=[(diagnose.LABELS[m], m) for m in diagnose.MODES],
                                 description="failure mode",
                                 style={"description_width": "100px", "button_width": "170px"})
     buttons.value = check_knob("mode", buttons, mode)
-    return Panel(lambda mode: clinic_result(mode, cases), {"mode": buttons})
+    return Panel(lambda mode: clinic_result(mode, cases), {"mode": buttons}, figure_first=True)

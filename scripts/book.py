@@ -12,10 +12,13 @@ notebook, with these changes:
   manager from a CDN, and sliders need a kernel anyway;
 - cells tagged hide-input show only their output; no require.js, MathJax or widget script from a
   CDN (the course has no math); links to other notebooks point at their pages;
-- a bar on top and at the bottom: index, glossary, previous and next notebook.
+- a bar on top and at the bottom: index, start here, glossary, instructors, previous and next
+  notebook.
 
 index.html holds the README's course map (each notebook linked to its page), start_here.html the
-learner's guide (notebooks/START_HERE.md), glossary.html the glossary (GLOSSARY.md); notebooks/figures/ is copied beside the pages, so the diagrams show.
+learner's guide (notebooks/START_HERE.md), glossary.html the glossary (GLOSSARY.md), instructors.html
+the instructor's guide (notebooks/INSTRUCTORS.md); notebooks/figures/ is copied beside the pages, so
+the diagrams show.
 
     .venv/bin/python scripts/book.py [--out build/book] [--only 01 04] [--no-execute]
 
@@ -112,6 +115,7 @@ def execute(nb, cwd: Path, timeout: int = 300):
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
     with tempfile.TemporaryDirectory(prefix="labkit-book-") as sockets:
         env["LABKIT_STATE"] = str(Path(sockets) / "state")  # notebook 13's SQLite files: not yours
+        env["LABKIT_PROGRESS"] = str(Path(sockets) / "progress.jsonl")  # nor your exercises' checks
         km = KernelManager(kernel_name="python3", kernel_spec_manager=_ThisPython(), transport="ipc",
                            ip=str(Path(sockets) / "kernel"))
         try:
@@ -145,11 +149,13 @@ class StaticOutputs(Preprocessor):
 
 
 def page_links(markdown: str) -> str:
-    """Markdown links to a notebook, the README, START_HERE or the glossary, pointed at the book's
-    pages: a notebook's page, index.html, start_here.html, glossary.html."""
+    """Markdown links to a notebook, the README, START_HERE, the instructor's guide or the glossary,
+    pointed at the book's pages: a notebook's page, index.html, start_here.html, instructors.html,
+    glossary.html."""
     markdown = re.sub(r"\]\((\d\d_\w+)\.ipynb", r"](\1.html", markdown)
     markdown = re.sub(r"\]\((?:\.\./)?README\.md", "](index.html", markdown)
     markdown = re.sub(r"\]\((?:notebooks/)?START_HERE\.md", "](start_here.html", markdown)
+    markdown = re.sub(r"\]\((?:notebooks/)?INSTRUCTORS\.md", "](instructors.html", markdown)
     return re.sub(r"\]\((?:\.\./)?GLOSSARY\.md", "](glossary.html", markdown)
 
 
@@ -174,10 +180,10 @@ def title(nb, fallback: str) -> str:
 
 
 def nav(prev: tuple[str, str] | None = None, next_: tuple[str, str] | None = None) -> str:
-    """The bar above and below each page: index, start here, glossary, the previous and the next
-    notebook."""
+    """The bar above and below each page: index, start here, glossary, instructors, the previous and
+    the next notebook."""
     links = ['<a href="index.html">Index</a>', '<a href="start_here.html">Start here</a>',
-             '<a href="glossary.html">Glossary</a>']
+             '<a href="glossary.html">Glossary</a>', '<a href="instructors.html">Instructors</a>']
     if prev:
         links.append(f'<a class="prev" rel="prev" href="{prev[0]}">← {escape(prev[1])}</a>')
     if next_:
@@ -231,6 +237,13 @@ def start_here_page(start_here: str) -> str:
     return page(markdown2html(page_links(start_here)), heading, nav())
 
 
+def instructors_page(instructors: str) -> str:
+    """instructors.html: notebooks/INSTRUCTORS.md rendered (the cuts, the talking points, preparing
+    a hub), its links pointed at the book's pages."""
+    heading = re.search(r"^# (.+)$", instructors, re.M).group(1)
+    return page(markdown2html(page_links(instructors)), heading, nav())
+
+
 def glossary_page(glossary: str) -> str:
     """glossary.html: GLOSSARY.md rendered."""
     heading = re.search(r"^# (.+)$", glossary, re.M).group(1)
@@ -240,7 +253,8 @@ def glossary_page(glossary: str) -> str:
 def build(out: Path = OUT, paths: list[Path] | None = None, run: bool = True,
           log=print) -> dict[str, Path]:
     """Write the book to ``out``: a page per notebook in ``paths`` (default: all), index.html,
-    glossary.html, _static/ and figures/. Returns the pages by notebook stem."""
+    start_here.html, glossary.html, instructors.html, _static/ and figures/. Returns the pages by
+    notebook stem."""
     paths = notebooks() if paths is None else list(paths)
     out.mkdir(parents=True, exist_ok=True)
     static = out / "_static"
@@ -267,6 +281,8 @@ def build(out: Path = OUT, paths: list[Path] | None = None, run: bool = True,
     (out / "glossary.html").write_text(glossary_page((ROOT / "GLOSSARY.md").read_text(encoding="utf-8")),
                                        encoding="utf-8")
     (out / "start_here.html").write_text(start_here_page((NOTEBOOKS / "START_HERE.md").read_text(
+        encoding="utf-8")), encoding="utf-8")
+    (out / "instructors.html").write_text(instructors_page((NOTEBOOKS / "INSTRUCTORS.md").read_text(
         encoding="utf-8")), encoding="utf-8")
     log(f"book: {out / 'index.html'} ({len(built)} notebook pages)")
     return built

@@ -31,12 +31,13 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def pytest_configure(config):
-    """What notebook 13 keeps beyond the kernel (``scenario.state_dir()``) goes to a folder of this
-    test process's own, inherited by the notebooks' kernels: never the learner's ``data/state/``,
-    and never another suite's running beside this one."""
+    """What notebook 13 keeps beyond the kernel (``scenario.state_dir()``) and the exercises' checks
+    (``labkit.progress()``) go to a folder of this test process's own, inherited by the notebooks'
+    kernels: never the learner's files, and never another suite's running beside this one."""
     import tempfile
 
     os.environ["LABKIT_STATE"] = tempfile.mkdtemp(prefix="labkit-state-")
+    os.environ["LABKIT_PROGRESS"] = os.path.join(os.environ["LABKIT_STATE"], "progress.jsonl")
 
 
 SNAPSHOTS = Path(__file__).resolve().parent / "snapshots"

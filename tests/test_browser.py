@@ -153,19 +153,33 @@ _LOOKS = """() => {
         x_ticks: [...gd.querySelectorAll('.xtick text')].map(t => t.textContent),
         y_top: layout.yaxis.range[1], data_top: Math.max(...ys),
         lines: (layout.shapes || []).map(s => s.y0),
+        figure_overflow: box(gd.querySelector('.main-svg')).right - box(gd.closest('.jp-Cell')).right,
+        title_overflow: box(gd.querySelector('.gtitle')).right - box(gd.querySelector('.main-svg')).right,
+        figure_below_controls: box(gd).top - Math.max(...[...document.querySelectorAll(
+            '.widget-toggle-buttons, .widget-hslider, .widget-checkbox')].map(c => box(c).bottom)),
     };
 }"""
 
 
+SCREENS = {"desk": (1280, 1100, 1.0), "projector": (1280, 720, 1.5)}
+
+
+@pytest.mark.parametrize("screen", SCREENS)
 @pytest.mark.parametrize("panel", browser_lab.PANELS)
-def test_each_panel_reads_well_in_jupyterlab(lab, page, tmp_path, panel):
-    """At 1280 px, as a learner sees it: no control's label cut off, the tables styled as
-    JupyterLab styles an output's and none wider than the panel, the toolbar (shown on hover) clear
-    of the title, whole model calls on the x axis, and the y axis at the data's scale (a reference
-    line far above it is named, not drawn) — for the clinic, on every failure mode. A screenshot of
-    each is kept beside the test's temp files."""
-    with screenshot_on_failure(page, tmp_path / "failure.png"):
-        browser_lab.open_panel(page, *lab, panel)
+def test_each_panel_reads_well_in_jupyterlab(lab, browser, tmp_path, panel, screen):
+    """As a learner sees it at 1280 px, and as a room does on a 1280 × 720 projector with the
+    browser zoomed to 150% and JupyterLab's side bar closed: no control's label cut off, the tables
+    styled as JupyterLab styles an output's and none wider than the panel, the toolbar (shown on
+    hover) clear of the title, whole model calls on the x axis, and the y axis at the data's scale
+    (a reference line far above it is named, not drawn) — for the clinic, on every failure mode,
+    its plot right under its buttons. A screenshot of each is kept beside the test's temp files."""
+    width, height, zoom = SCREENS[screen]
+    with browser_lab.new_page(browser) as page, screenshot_on_failure(page, tmp_path / "failure.png"):
+        browser_lab.open_panel(page, *lab, panel)  # at 1280 px: a narrow toolbar hides the kernel's state
+        if zoom != 1:  # zoomed: as many CSS pixels as the screen's divided by the zoom
+            page.set_viewport_size({"width": round(width / zoom), "height": round(height / zoom)})
+            page.locator(".jp-SideBar.jp-mod-left .lm-TabBar-tab.lm-mod-current").click()  # closes it
+            page.locator("#jp-left-stack").wait_for(state="hidden")
         modes = ([label for _, label, _ in browser_lab.plan("clinic", 1)] if panel == "clinic" else [None])
         for n, mode in enumerate(modes):
             if mode:
@@ -179,10 +193,14 @@ def test_each_panel_reads_well_in_jupyterlab(lab, page, tmp_path, panel):
             assert looks["status_overflow"] <= 0, where
             assert looks["th_padding"] is None or looks["th_padding"] > 0, where
             assert not looks["title_meets_toolbar"], where
+            assert looks["figure_overflow"] <= 0 and looks["title_overflow"] <= 0, f"cut off: {where}"
             assert all(re.fullmatch(r"\d+", t.replace(",", "")) for t in looks["x_ticks"]), where
             top = max([looks["data_top"], *looks["lines"]])
             assert looks["y_top"] <= 1.25 * top, where
             assert all(y <= plots.FAR * looks["data_top"] for y in looks["lines"]), where
+            if panel == "clinic":
+                assert looks["figure_below_controls"] < 40, f"the plot first: {where}"
+        browser_lab.delete_kernels(*lab)
 
 
 def test_start_here_opens_rendered(lab, page):

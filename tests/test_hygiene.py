@@ -52,14 +52,18 @@ def run_by_jupyterlab(path: Path) -> str:
 
 
 def committed(path: Path) -> str:
-    """The file as the last commit holds it, in a git checkout; the file itself elsewhere (an sdist)."""
+    """The notebook as it is committed: the file itself when it holds no run (CI's clone, a change
+    being made), else — a learner's saved outputs — the last commit's copy in a git checkout."""
+    text = path.read_text(encoding="utf-8")
+    if nbstrip.clean(text) == text:
+        return text
     rel = path.relative_to(ROOT).as_posix()
     if GIT is not None and (ROOT / ".git").exists():
         shown = subprocess.run([GIT, "show", f"HEAD:{rel}"], cwd=ROOT, capture_output=True,
                                text=True, encoding="utf-8")
         if shown.returncode == 0:
             return shown.stdout
-    return path.read_text(encoding="utf-8")
+    return text
 
 
 # --- the filter ---------------------------------------------------------------------------------

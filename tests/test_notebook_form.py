@@ -73,6 +73,21 @@ def test_a_predict_then_run_question_and_the_solution_named(path):
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name[:2])
+def test_run_all_reveals_no_hint_or_solution(path):
+    """Hints and solutions on request only: a learner who clicks Run All sees none (a call a cell
+    runs showed hint 1 unasked, and the next Run All 'Hint 2/2'); each question's hint call is
+    there, commented, for the learner to uncomment. tests/exercises/test_contract.py checks every
+    hint and solution."""
+    code = [c.source for c in _read(path).cells if c.cell_type == "code"]
+    called = [line for text in code for line in text.splitlines()
+              if re.search(r"\.(hint|solution)\(\)", line.split("#", 1)[0])]
+    assert not called, f"Run All would reveal: {called}"
+    checked = {m for text in code for m in re.findall(r"^(nb\d\d\.q\d+)\.check\(", text, re.M)}
+    offered = {m for text in code for m in re.findall(r"^# (nb\d\d\.q\d+)\.hint\(\)", text, re.M)}
+    assert checked and checked == offered, f"questions checked {checked}, hints offered {offered}"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name[:2])
 def test_the_stated_time_is_the_rules(path):
     m = pace.minutes(path)
     first = _read(path).cells[0].source

@@ -97,3 +97,61 @@ def test_a_panel_takes_toggle_buttons_as_a_control():
 def test_making_the_clinic_displays_and_prints_nothing(cases, capsys):
     widgets.clinic(cases=cases)
     assert capsys.readouterr() == ("", "")
+
+
+@pytest.fixture(scope="module")
+def symptoms():
+    """Each of the five modes drawn by its own symptom, as the clinic's figure (the rest draw
+    tokens per call against the window, above)."""
+    from labkit._clinic_figures import symptom
+
+    modes = ("goal_lost", "needle_lost", "cost_blowup", "tool_tax", "cache_thrash")
+    return {m: symptom(diagnose.reproduce(m), diagnose.fix(m)) for m in modes}
+
+
+def test_each_figure_names_its_symptom_and_the_fix(symptoms):
+    from labkit._clinic_figures import FIXES
+
+    for mode, fig in symptoms.items():
+        title = fig.layout.title.text
+        assert title.startswith(diagnose.LABELS[mode]) and title.endswith(f"the fix: {FIXES[mode]}"), title
+
+
+def test_soft_amnesia_marks_the_calls_where_the_goal_was_lost_and_the_fix_has_none(symptoms):
+    fig = symptoms["goal_lost"]
+    assert len(_trace(fig, "asked what its task was (the failure: 3)").x) == 3
+    assert len(_trace(fig, "asked what its task was (with the fix: 0)").x) == 0
+
+
+def test_needle_lost_marks_the_wrong_answer_and_the_right_one(symptoms):
+    fig = symptoms["needle_lost"]
+    assert len(_trace(fig, "the needle answered wrong").x) == 1
+    assert len(_trace(fig, "the needle answered right").x) == 1
+
+
+def test_cost_blow_up_is_cumulative_dollars_the_failure_above_the_fix(symptoms):
+    fig = symptoms["cost_blowup"]
+    failure, fix = _trace(fig, "the failure"), _trace(fig, "with the fix")
+    assert list(failure.y) == sorted(failure.y) and failure.y[-1] > 3 * fix.y[-1]
+
+
+def test_the_tax_is_the_tool_schemas_each_call_carries(symptoms):
+    fig = symptoms["tool_tax"]
+    failure, fix = _trace(fig, "tool schemas (the failure)"), _trace(fig, "tool schemas (with the fix)")
+    assert min(failure.y) > 4 * max(fix.y), "thirty unused tools' schemas on every call"
+
+
+def test_cache_thrash_reads_nothing_and_the_fix_reads_most(symptoms):
+    fig = symptoms["cache_thrash"]
+    assert max(_trace(fig, "a cache could read (the failure)").y) == 0
+    read, sent = _trace(fig, "a cache could read (with the fix)").y, _trace(fig, "sent (with the fix)").y
+    assert sum(read) > 0.8 * sum(sent[1:]), "after the first call, most of each request"
+
+
+def test_the_clinic_shows_its_plot_before_its_tables(panel):
+    """On a projector the plot must be on the first screen: buttons, figure, then the tables —
+    in JupyterLab and in the book's snapshot."""
+    buttons, figure, status = panel.widget.children
+    assert buttons is panel.controls["mode"] and figure is panel.view.widget and status is panel.status
+    snapshot = panel._repr_mimebundle_()["text/html"]
+    assert snapshot.index("plotly") < snapshot.index("diagnose(failure)")

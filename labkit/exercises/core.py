@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 from functools import wraps
 from typing import Any
 
+from labkit.exercises.progress import record
+
 __all__ = ["Exercise", "as_whole", "largest_that_holds", "smallest_that_holds", "two_decimals",
            "whole_number"]
 
@@ -59,12 +61,16 @@ class Exercise:
     _hints_shown: int = field(default=0, init=False, repr=False)
 
     def check(self, answer: Any) -> str:
-        """Say whether ``answer`` is right: "Correct!", "Not yet: ..." or "Not attempted yet: ..."."""
+        """Say whether ``answer`` is right: "Correct!", "Not yet: ..." or "Not attempted yet: ...";
+        the verdict is kept on this machine for ``labkit.progress()`` (``exercises.progress``)."""
         if answer is None:
-            return Say(self.problem(answer))
-        problem = self.checker(answer)
-        return Say(f"Not yet: {problem}  (call .hint() for a hint, .solution() to see one)" if problem
-                   else "Correct!")
+            verdict = self.problem(answer)
+        else:
+            problem = self.checker(answer)
+            verdict = (f"Not yet: {problem}  (call .hint() for a hint, .solution() to see one)" if problem
+                       else "Correct!")
+        trouble = record(self, verdict)
+        return Say(verdict if trouble is None else f"{verdict}\n({trouble})")
 
     def problem(self, answer: Any) -> str | None:
         """What is wrong with ``answer``, or ``None`` when it is right (the placeholder is wrong)."""
