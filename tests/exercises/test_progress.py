@@ -65,3 +65,11 @@ def test_a_check_that_cannot_be_kept_still_says_its_verdict_and_why(tmp_path, mo
     monkeypatch.setenv("LABKIT_PROGRESS", str(tmp_path / "no such folder" / "p.jsonl"))
     verdict = nb01.q1.check(nb01.q1.solve())
     assert verdict.startswith("Correct!") and "progress not kept" in verdict and "No such file" in verdict
+
+
+def test_the_learner_is_told_where_to_look():
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    assert "labkit.progress()" in (root / "notebooks" / "START_HERE.md").read_text(encoding="utf-8")
+    assert "labkit.progress()" in (root / "README.md").read_text(encoding="utf-8")
