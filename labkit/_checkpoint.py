@@ -1,36 +1,48 @@
-"""A checkpointer whose cost per step does not grow with the thread: the harness's ``LatestSaver``.
+"""A checkpointer whose cost per step does not grow with the thread: the harness's ``SharedSaver``.
 
 Used by: ``labkit.scenario.harness`` (every agent ``scenario.agent`` builds). langgraph's
 ``InMemorySaver`` keeps every version of every channel, serialized: each step stores the whole
 message list again (memory grows with the square of a run's length: ~450 MB at 200 model calls)
-and each turn deserializes it again, so every message is a new object and every identity cache
-downstream misses; and it rebuilds a delta channel (deepagents' ``files``) by walking the whole
-chain of checkpoints. This one keeps only the latest version of each plain channel, as the object
-the graph produced (not a serialized copy: nothing in langgraph changes a channel's value in
-place, and neither may a caller), and remembers each checkpoint's delta-channel history.
-What it leaves out: the older states of ``get_state_history`` (their plain channels are gone).
+and each load deserializes it again, so every message is a new object and every identity cache
+downstream misses. This one keeps every version too — ``get_state_history``, replay and forks
+answer as ``InMemorySaver``'s do — but as the objects the graph produced (nothing in langgraph
+changes a channel's value in place, and neither may a caller): a list that extends the one before
+it shares one list with it (a *spine*), each version reading its prefix. A delta channel's history
+(deepagents' ``files``) is answered from each checkpoint's answer, remembered.
 """
 
 from __future__ import annotations
 
+from operator import is_
 from typing import Any
 
 from langgraph.checkpoint.base import get_checkpoint_id, get_checkpoint_metadata
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.serde.types import _DeltaSnapshot
 
-__all__ = ["LatestSaver"]
+__all__ = ["SharedSaver"]
 
 LIVE = "labkit.live"  # a blob holding the value itself, not its bytes
+PREFIX = "labkit.prefix"  # a blob holding (spine, n): the first n items of the spine's list
 
 
-class LatestSaver(InMemorySaver):
-    """``InMemorySaver`` that keeps one version of each plain channel per thread, the latest, as
-    the very object stored; a step's cost is what is new in it, not the thread's length."""
+class _Spine:
+    """The newest list of a run of versions each extending the one before (a message list)."""
+
+    __slots__ = ("items",)
+
+    def __init__(self, items: list) -> None:
+        self.items = items
+
+
+class SharedSaver(InMemorySaver):
+    """``InMemorySaver`` that keeps every version of each plain channel as the very object stored,
+    a list sharing the newer list it is a prefix of; a step's cost is what is new in it, not the
+    thread's length, and its memory grows with what is new too."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self._latest: dict[tuple, Any] = {}  # (thread, ns, channel) -> the version kept
+        self._spines: dict[tuple, _Spine] = {}  # (thread, ns, channel) -> the channel's newest run
         self._history: dict[tuple, tuple] = {}  # (thread, ns, checkpoint, channel) -> see below
 
     def put(self, config, checkpoint, metadata, new_versions) -> Any:
@@ -42,17 +54,34 @@ class LatestSaver(InMemorySaver):
                 self.blobs[(thread, ns, channel, version)] = ("empty", b"")
             elif isinstance(value, _DeltaSnapshot):  # a delta channel's snapshot: as langgraph stores it
                 self.blobs[(thread, ns, channel, version)] = self.serde.dumps_typed(value)
+            elif type(value) is list:
+                spine = self._spine(thread, ns, channel, value)
+                self.blobs[(thread, ns, channel, version)] = (PREFIX, (spine, len(value)))
             else:
                 self.blobs[(thread, ns, channel, version)] = (LIVE, value)
-                old = self._latest.get((thread, ns, channel))
-                if old is not None and old != version:
-                    self.blobs.pop((thread, ns, channel, old), None)
-                self._latest[(thread, ns, channel)] = version
         stored = {k: v for k, v in checkpoint.items() if k != "channel_values"}
         self.storage[thread][ns][checkpoint["id"]] = (
             self.serde.dumps_typed(stored), self.serde.dumps_typed(get_checkpoint_metadata(config, metadata)),
             config["configurable"].get("checkpoint_id"))
         return {"configurable": {"thread_id": thread, "checkpoint_ns": ns, "checkpoint_id": checkpoint["id"]}}
+
+    def _spine(self, thread: str, ns: str, channel: str, value: list) -> _Spine:
+        """The spine ``value`` extends (it becomes its list), or a new one."""
+        spine = self._spines.get((thread, ns, channel))
+        if spine is not None and len(value) >= len(spine.items) and all(map(is_, value, spine.items)):
+            spine.items = value
+        else:
+            spine = self._spines[(thread, ns, channel)] = _Spine(value)
+        return spine
+
+    def _value(self, blob: tuple) -> Any:
+        """A stored version's value: the object itself, a prefix of its spine, or deserialized."""
+        if blob[0] == LIVE:
+            return blob[1]
+        if blob[0] == PREFIX:
+            spine, n = blob[1]
+            return spine.items if len(spine.items) == n else spine.items[:n]
+        return self.serde.loads_typed(blob)
 
     def _load_blobs(self, thread_id: str, checkpoint_ns: str, versions) -> dict[str, Any]:
         result: dict[str, Any] = {}
@@ -60,7 +89,7 @@ class LatestSaver(InMemorySaver):
             blob = self.blobs.get((thread_id, checkpoint_ns, channel, version))
             if blob is None or blob[0] == "empty":
                 continue
-            result[channel] = blob[1] if blob[0] == LIVE else self.serde.loads_typed(blob)
+            result[channel] = self._value(blob)
         return result
 
     def get_delta_channel_history(self, *, config, channels):
@@ -100,12 +129,12 @@ class LatestSaver(InMemorySaver):
         writes = tuple((tid, ch, self.serde.loads_typed(value)) for tid, ch, value, _
                        in self._ordered_writes(thread, ns, parent) if ch == channel)
         if blob is not None and blob[0] != "empty":
-            return (blob[1] if blob[0] == LIVE else self.serde.loads_typed(blob)), writes
+            return self._value(blob), writes
         return above[0], above[1] + writes
 
     def delete_thread(self, thread_id: str) -> None:
         super().delete_thread(thread_id)
-        for memo in (self._latest, self._history):
+        for memo in (self._spines, self._history):
             for key in [k for k in memo if k[0] == thread_id]:
                 del memo[key]
 

@@ -23,7 +23,7 @@ from langchain.agents import create_agent
 from langchain_core.messages import BaseMessage, HumanMessage
 from langgraph.checkpoint.memory import InMemorySaver
 
-from labkit._checkpoint import LatestSaver
+from labkit._checkpoint import SharedSaver
 from labkit.scenario.data import tools
 from labkit.scenario.results import Run
 from labkit.scenario.texts import TURNS
@@ -58,10 +58,12 @@ def _seed_files(files: dict[str, Any] | None) -> dict[str, Any]:
 def agent(model, middleware: Sequence = (), harness: str = "agent", *, news_language: str = "en",
           export_scale: float = 1.0, checkpointer=None, **agent_kwargs):
     """The compiled agent :func:`run` drives, with the scenario's two data tools and a checkpointer:
-    ``checkpointer``, or its own (langgraph's ``InMemorySaver`` keeping the latest value of each
-    plain channel, ``labkit._checkpoint``: a long run's memory stays flat) — a thread that must be
-    resumed by another process needs a database's, such as langgraph's ``SqliteSaver`` (notebook
-    13). Notebook 10 builds it to stream a run (``.stream`` / ``.astream_events``).
+    ``checkpointer``, or its own (langgraph's ``InMemorySaver`` keeping every checkpoint as the
+    objects the graph produced, a message list sharing the newer lists it is a prefix of:
+    ``labkit._checkpoint``; history, replay and forks answer as ``InMemorySaver``'s, and a long
+    run's memory grows with what is new) — a thread that must be resumed by another process needs a
+    database's, such as langgraph's ``SqliteSaver`` (notebook 13). Notebook 10 builds it to stream
+    a run (``.stream`` / ``.astream_events``).
 
     ``harness="agent"`` is langchain's ``create_agent`` with deepagents' ``FilesystemMiddleware``
     first, its eviction switched off (nothing is offloaded unless one of your ``middleware`` does
@@ -81,7 +83,7 @@ def agent(model, middleware: Sequence = (), harness: str = "agent", *, news_lang
     if harness not in ("agent", "deep"):
         raise ValueError(f"harness must be 'agent' or 'deep', not {harness!r}")
     data_tools = tools(news_language, export_scale)
-    checkpointer = LatestSaver() if checkpointer is None else checkpointer
+    checkpointer = SharedSaver() if checkpointer is None else checkpointer
     if harness == "deep":
         return create_deep_agent(model, tools=data_tools, middleware=list(middleware),
                                  checkpointer=checkpointer, **agent_kwargs)

@@ -9,7 +9,7 @@ from langchain_core.messages import HumanMessage
 from langgraph.checkpoint.memory import InMemorySaver
 
 from labkit import LabModel, scenario
-from labkit._checkpoint import LatestSaver
+from labkit._checkpoint import SharedSaver
 
 
 def test_deep_agent_runs_the_scenario_to_completion():
@@ -48,17 +48,19 @@ def test_without_the_harness_the_same_window_overflows():
 
 
 def test_a_run_keeps_one_message_list_and_loses_nothing():
-    """scenario.run's checkpointer keeps one version of each plain channel — the message list is
-    stored once, not once per step — and the run is the one langgraph's InMemorySaver gives,
-    message for message and file for file."""
+    """scenario.run's checkpointer keeps every version, but the message lists share one list: each
+    version of the thread's messages is a prefix of the newest, not a copy (InMemorySaver stores the
+    whole list again, serialized, at every step) — and the run is the one langgraph's InMemorySaver
+    gives, message for message and file for file."""
     graph = scenario.agent(LabModel(window=1_000_000))
     config = {"configurable": {"thread_id": "t"}, "recursion_limit": 200}
     for text in scenario.TURNS:
         graph.invoke({"messages": [HumanMessage(text)]}, config=config)
     saver = graph.checkpointer
-    assert isinstance(saver, LatestSaver), "the scenario's agents use LatestSaver"
-    kept = [k for k in saver.blobs if k[2] == "messages"]
-    assert len(kept) == 1, f"the message list is kept once, not {len(kept)} times"
+    assert isinstance(saver, SharedSaver), "the scenario's agents use SharedSaver"
+    kept = [saver.blobs[k] for k in saver.blobs if k[2] == "messages"]
+    lists = {id(blob[1][0].items) for blob in kept}
+    assert len(kept) > 10 and len(lists) == 1, f"{len(kept)} versions on {len(lists)} lists, not one"
     reference = create_agent(LabModel(window=1_000_000), tools=scenario.tools(),
                              middleware=[FilesystemMiddleware(tool_token_limit_before_evict=None,
                                                               human_message_token_limit_before_evict=None)],

@@ -1,0 +1,82 @@
+"""The harness's checkpointer (``labkit._checkpoint.SharedSaver``) keeps history honest: langgraph's
+own conformance suite passes whole, as it does for ``InMemorySaver``, and on a scenario run with
+compactions ``get_state_history``, replay from a checkpoint and a fork with ``update_state`` give
+exactly what they give on ``InMemorySaver``."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from langchain_core.messages import HumanMessage
+from langgraph.checkpoint.conformance import checkpointer_test, validate
+from langgraph.checkpoint.conformance.report import ProgressCallbacks
+from langgraph.checkpoint.memory import InMemorySaver
+
+from labkit import LabModel, scenario
+from labkit._checkpoint import SharedSaver
+from labkit.summarize import SummarizeMiddleware
+
+
+def _conformance(factory, name: str):
+    @checkpointer_test(name=name)
+    async def saver():
+        yield factory()
+
+    return asyncio.run(validate(saver, progress=ProgressCallbacks.quiet()))
+
+
+def test_langgraphs_conformance_suite_passes_whole_as_for_inmemorysaver():
+    ours, theirs = _conformance(SharedSaver, "SharedSaver"), _conformance(InMemorySaver, "InMemorySaver")
+    failures = {cap: r.failures for cap, r in ours.results.items() if r.failures}
+    assert ours.passed_all(), f"failed: {failures}"
+    assert {c: (r.tests_passed, r.tests_skipped) for c, r in ours.results.items()} == \
+        {c: (r.tests_passed, r.tests_skipped) for c, r in theirs.results.items()}
+
+
+CONFIG = {"configurable": {"thread_id": "t"}, "recursion_limit": 200}
+
+
+def _compacted(saver):
+    """The running example's three turns with labkit's summarization on a 128k window (it compacts)."""
+    model = LabModel(window=128_000)
+    graph = scenario.agent(model, [SummarizeMiddleware(model)], checkpointer=saver)
+    run = scenario.capture(graph, scenario.TURNS, config=dict(CONFIG))
+    return graph, run
+
+
+def _shape(state) -> tuple:
+    values = state.values
+    return (len(values.get("messages", [])), state.next, len(values.get("_labkit_compactions") or ()),
+            [(m.type, m.text) for m in values.get("messages", [])], state.metadata.get("step"))
+
+
+@pytest.fixture(scope="module")
+def both():
+    return {"ours": _compacted(SharedSaver()), "theirs": _compacted(InMemorySaver())}
+
+
+def test_every_older_state_is_what_inmemorysaver_keeps(both):
+    ours, theirs = (list(g.get_state_history(CONFIG)) for g, _ in (both["ours"], both["theirs"]))
+    assert [_shape(s) for s in ours] == [_shape(s) for s in theirs]
+    assert any(_shape(s)[2] == 0 for s in ours) and any(_shape(s)[2] > 0 for s in ours), \
+        "the history spans a compaction: states before it carry no event, after it one"
+
+
+def _before_the_first_compaction(graph):
+    return next(s for s in graph.get_state_history(CONFIG)  # newest first: the last without an event
+                if not s.values.get("_labkit_compactions") and s.next == ("model",))
+
+
+def test_replay_and_a_fork_from_before_a_compaction_match_inmemorysaver(both):
+    outcomes = {}
+    for name, (graph, _) in both.items():
+        before = _before_the_first_compaction(graph)
+        replayed = graph.invoke(None, {**before.config, "recursion_limit": 200})
+        forked = graph.update_state(before.config, {"messages": [HumanMessage("Only the risks, please.")]})
+        branch = graph.invoke(None, {**forked, "recursion_limit": 200})
+        head = graph.get_state(CONFIG)
+        outcomes[name] = [(len(replayed["messages"]), len(replayed.get("_labkit_compactions") or ())),
+                          (len(branch["messages"]), len(branch.get("_labkit_compactions") or ())),
+                          _shape(head)[:3], len(before.values["messages"])]
+    assert outcomes["ours"] == outcomes["theirs"]
