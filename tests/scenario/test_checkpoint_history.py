@@ -80,3 +80,18 @@ def test_replay_and_a_fork_from_before_a_compaction_match_inmemorysaver(both):
                           (len(branch["messages"]), len(branch.get("_labkit_compactions") or ())),
                           _shape(head)[:3], len(before.values["messages"])]
     assert outcomes["ours"] == outcomes["theirs"]
+
+
+def test_the_deep_harness_history_with_its_files_is_inmemorysavers():
+    """create_deep_agent's ``files`` is a delta channel (snapshots and writes): every older state's
+    files, too, are what InMemorySaver gives."""
+    def files_by_step(saver):
+        graph = scenario.agent(LabModel(window=128_000), harness="deep", checkpointer=saver)
+        scenario.capture(graph, scenario.TURNS, config=dict(CONFIG))
+        return [(s.metadata.get("step"), len(s.values.get("messages", [])),
+                 {p: d["content"] for p, d in (s.values.get("files") or {}).items()})
+                for s in graph.get_state_history(CONFIG)]
+
+    ours, theirs = files_by_step(SharedSaver()), files_by_step(InMemorySaver())
+    assert ours == theirs
+    assert len({len(files) for _, _, files in ours}) > 2, "the files grow over the run's history"
