@@ -90,7 +90,25 @@ export default () => {
       }
       if (signal && signal.aborted) return;
       el.textContent = "";
-      return plotly.render({el});
+      const cleanup = await plotly.render({el});
+      // plotly redraws a responsive figure when the window resizes, not when its cell does (a
+      // side bar closed): redraw it when its element's width changes
+      let width = null, stopped = false, box = null;
+      const observer = new ResizeObserver(([entry]) => {  // the plot is in the box, not always in el
+        const gd = box.querySelector(".js-plotly-plot"), now = Math.round(entry.contentRect.width);
+        if (now !== width && gd && gd._responsiveChartHandler) {
+          width = now;
+          gd._responsiveChartHandler();
+        }
+      });
+      const watch = () => {  // the output's box, once el is in the page (el itself may not resize)
+        if (stopped) return;
+        if (!el.isConnected) { requestAnimationFrame(watch); return; }
+        box = el.closest(".jp-OutputArea-output") || el.parentElement || el;
+        observer.observe(box);
+      };
+      watch();
+      return () => { stopped = true; observer.disconnect(); if (typeof cleanup === "function") cleanup(); };
     },
   };
 };

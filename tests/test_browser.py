@@ -137,6 +137,12 @@ def test_every_knob_of_each_panel_redraws_and_says_how_long(lab, page, tmp_path,
                     ", ".join(f"{knob} {ms:.0f}" for ms, knob in medians) + " ms")
 
 
+_FITS = """() => [...document.querySelectorAll('.js-plotly-plot')].every(gd => {
+    const svg = gd.querySelector('.main-svg'), cell = gd.closest('.jp-Cell');
+    const right = svg && svg.getBoundingClientRect().right, edge = cell && cell.getBoundingClientRect().right;
+    return right && edge && right <= edge && right > edge - 40;  // as wide as the cell, no wider
+})"""
+
 _LOOKS = """() => {
     const box = el => el.getBoundingClientRect();
     const apart = (a, b) => a.right <= b.left || b.right <= a.left || a.bottom <= b.top || b.bottom <= a.top;
@@ -173,13 +179,19 @@ def test_each_panel_reads_well_in_jupyterlab(lab, browser, tmp_path, panel, scre
     hover) clear of the title, whole model calls on the x axis, and the y axis at the data's scale
     (a reference line far above it is named, not drawn) — for the clinic, on every failure mode,
     its plot right under its buttons. A screenshot of each is kept beside the test's temp files."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
     width, height, zoom = SCREENS[screen]
     with browser_lab.new_page(browser) as page, screenshot_on_failure(page, tmp_path / "failure.png"):
         browser_lab.open_panel(page, *lab, panel)  # at 1280 px: a narrow toolbar hides the kernel's state
-        if zoom != 1:  # zoomed: as many CSS pixels as the screen's divided by the zoom
+        if zoom != 1:  # zoomed (CSS pixels are the screen's over the zoom), then the side bar closed
             page.set_viewport_size({"width": round(width / zoom), "height": round(height / zoom)})
             page.locator(".jp-SideBar.jp-mod-left .lm-TabBar-tab.lm-mod-current").click()  # closes it
             page.locator("#jp-left-stack").wait_for(state="hidden")
+            try:  # the figure is redrawn to its cell's new width, not at once
+                page.wait_for_function(_FITS, timeout=15_000)
+            except PlaywrightTimeout:
+                pass  # the checks below say what does not fit
         modes = ([label for _, label, _ in browser_lab.plan("clinic", 1)] if panel == "clinic" else [None])
         for n, mode in enumerate(modes):
             if mode:
