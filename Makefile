@@ -80,7 +80,8 @@ test: $(SYNCED)
 	    || missing="$$missing postgresql"; \
 	  if [ -n "$$missing" ]; then \
 	    echo "CI: installing Debian's$$missing for the browser and Postgres tests (apt-get install)"; \
-	    set -x; apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
+	    (set -x; apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing) \
+	      || echo "CI: apt-get could not install$$missing: the tests that need it are skipped, saying why"; \
 	  fi; \
 	fi
 	$(VENV)/bin/ruff check labkit tests bench scripts
