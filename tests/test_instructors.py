@@ -6,6 +6,7 @@ the course's reading rule (scripts/pace.py). Nothing is run here: the test reads
 
 from __future__ import annotations
 
+import math
 import re
 from pathlib import Path
 
@@ -135,3 +136,42 @@ def test_the_guide_says_its_times_are_the_reading_rules_and_is_linked():
     assert "Nobody has run these cuts in front of a room with a clock." in flat
     assert "](notebooks/INSTRUCTORS.md)" in (ROOT / "README.md").read_text(encoding="utf-8")
     assert "](INSTRUCTORS.md)" in (ROOT / "notebooks" / "START_HERE.md").read_text(encoding="utf-8")
+
+
+def _cut_rows(heading: str) -> list[tuple[str, str, str]]:
+    """A longer cut's table: (notebook or '', the item, its minutes as written)."""
+    part = GUIDE.split(f"### {heading}", 1)[1].split("\n### ", 1)[0]
+    rows = re.findall(r"^\| [\d:]+ \| (.+?) \| \**([\d—]+)(?: min)?\**\s*\|$", part, re.M)
+    return [(item[:2] if item[:2].isdigit() else "", item, m) for item, m in rows]
+
+
+def _named(nb: str, item: str) -> list[str]:
+    """The sections an item such as ``04 opening, §1–4, §7, exercise, what to remember`` names."""
+    keys, names = list(_sections(nb)), []
+    for part in re.sub(r"\(.*?\)", "", item[3:]).split(","):
+        part = part.strip()
+        span = re.fullmatch(r"§(\d+)(?:–(\d+))?", part)
+        if span:
+            for k in range(int(span[1]), int(span[2] or span[1]) + 1):
+                names += [key for key in keys if key.startswith(f"{k}. ")] or [f"§{k}?"]
+        else:
+            names.append(next((key for key in keys if key.lower() == part.lower()), f"{part}?"))
+    return names
+
+
+@pytest.mark.parametrize("heading", ["Half a day", "A full day"])
+def test_the_longer_cuts_are_core_sections_timed_by_the_rule(heading):
+    """Each item's minutes are its sections' by the rule, each rounded up to a whole minute (as
+    the guide says), and the items add up to the table's end."""
+    rows = _cut_rows(heading)
+    assert rows[-1][1] == "end", "the table ends with its total"
+    assert sum(int(m) for _, _, m in rows[:-1] if m.isdigit()) == int(rows[-1][2]), "items add up"
+    for nb, item, minutes in rows:
+        if not nb:
+            continue
+        sections, names = _sections(nb), _named(nb, item)
+        missing = [n for n in names if n not in sections]
+        assert not missing, f"{item}: no section {missing}"
+        assert not any(sections[n][0] for n in names), f"{item}: names a deep dive"
+        assert int(minutes) == sum(math.ceil(sections[n][1]) for n in names), \
+            f"{item}: {minutes} min, by the rule {sum(math.ceil(sections[n][1]) for n in names)}"
