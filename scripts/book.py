@@ -230,24 +230,16 @@ def index_page(readme: str, pages: dict[str, str]) -> str:
     return page(body, heading, nav())
 
 
-def start_here_page(start_here: str) -> str:
-    """start_here.html: notebooks/START_HERE.md rendered (the notebooks point at its sections, such
-    as "Using a real model"), its links pointed at the book's pages."""
-    heading = re.search(r"^# (.+)$", start_here, re.M).group(1)
-    return page(markdown2html(page_links(start_here)), heading, nav())
+def markdown_page(text: str) -> str:
+    """A Markdown file as a page of the book — GLOSSARY.md, notebooks/START_HERE.md (the notebooks
+    point at its sections, such as "Using a real model"), notebooks/INSTRUCTORS.md — titled by its
+    first heading, its links pointed at the book's pages."""
+    heading = re.search(r"^# (.+)$", text, re.M).group(1)
+    return page(markdown2html(page_links(text)), heading, nav())
 
 
-def instructors_page(instructors: str) -> str:
-    """instructors.html: notebooks/INSTRUCTORS.md rendered (the cuts, the talking points, preparing
-    a hub), its links pointed at the book's pages."""
-    heading = re.search(r"^# (.+)$", instructors, re.M).group(1)
-    return page(markdown2html(page_links(instructors)), heading, nav())
-
-
-def glossary_page(glossary: str) -> str:
-    """glossary.html: GLOSSARY.md rendered."""
-    heading = re.search(r"^# (.+)$", glossary, re.M).group(1)
-    return page(markdown2html(glossary), heading, nav())
+MARKDOWN_PAGES = {"glossary.html": ROOT / "GLOSSARY.md", "start_here.html": NOTEBOOKS / "START_HERE.md",
+                  "instructors.html": NOTEBOOKS / "INSTRUCTORS.md"}
 
 
 def build(out: Path = OUT, paths: list[Path] | None = None, run: bool = True,
@@ -278,12 +270,8 @@ def build(out: Path = OUT, paths: list[Path] | None = None, run: bool = True,
     pages = {f.name[:2]: f.name for f in sorted(out.glob("[0-9][0-9]_*.html"))}  # earlier builds' too
     (out / "index.html").write_text(index_page((ROOT / "README.md").read_text(encoding="utf-8"), pages),
                                     encoding="utf-8")
-    (out / "glossary.html").write_text(glossary_page((ROOT / "GLOSSARY.md").read_text(encoding="utf-8")),
-                                       encoding="utf-8")
-    (out / "start_here.html").write_text(start_here_page((NOTEBOOKS / "START_HERE.md").read_text(
-        encoding="utf-8")), encoding="utf-8")
-    (out / "instructors.html").write_text(instructors_page((NOTEBOOKS / "INSTRUCTORS.md").read_text(
-        encoding="utf-8")), encoding="utf-8")
+    for name, source in MARKDOWN_PAGES.items():
+        (out / name).write_text(markdown_page(source.read_text(encoding="utf-8")), encoding="utf-8")
     log(f"book: {out / 'index.html'} ({len(built)} notebook pages)")
     return built
 

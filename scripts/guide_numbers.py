@@ -20,13 +20,15 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import html
 import json
 import re
 import sys
 from pathlib import Path
 
 import nbformat
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import pace  # noqa: E402  (a sibling script: how the course reads an output's text)
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = ROOT / "notebooks"
@@ -77,10 +79,8 @@ def printed(nb) -> list[str]:
         for out in cell.get("outputs", []):
             texts = [out.get("text", "")] if out.get("output_type") == "stream" else []
             data = out.get("data", {})
-            for kind in ("text/plain", "text/markdown", "text/html"):
-                if kind in data:
-                    text = data[kind] if isinstance(data[kind], str) else "".join(data[kind])
-                    texts.append(html.unescape(re.sub(r"<[^>]+>", " ", text)) if kind == "text/html" else text)
+            texts += [pace.as_text(data, kind) for kind in ("text/plain", "text/markdown", "text/html")
+                      if kind in data]
             for text in texts:
                 found.update(NUMBER.findall(text))
     return sorted(found)

@@ -77,11 +77,14 @@ def shown(cell) -> dict[str, int]:
         elif any(kind in data for kind in FIGURE_TYPES):
             seen["figures"] += 1
         elif kind := next((k for k in ("text/html", "text/markdown", "text/plain") if k in data), None):
-            text = data[kind] if isinstance(data[kind], str) else "".join(data[kind])
-            if kind == "text/html":
-                text = html.unescape(re.sub(r"<[^>]+>", " ", text))
-            seen["words"] += len(text.split())
+            seen["words"] += len(as_text(data, kind).split())
     return seen
+
+
+def as_text(data: dict, kind: str) -> str:
+    """A display output's text in ``kind`` as a reader sees it: HTML without its tags."""
+    text = data[kind] if isinstance(data[kind], str) else "".join(data[kind])
+    return html.unescape(re.sub(r"<[^>]+>", " ", text)) if kind == "text/html" else text
 
 
 def measured(stem: str) -> dict[str, dict]:

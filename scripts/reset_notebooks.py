@@ -33,23 +33,27 @@ def _git(root: Path, *args: str) -> str:
 
 
 def tracked(root: Path, numbers: list[str]) -> list[str]:
-    """The committed notebooks to reset: all of them, or those whose names start with numbers."""
+    """The committed notebooks to reset: all of them, or those whose names start with
+    ``numbers`` (two digits each: ``number_set``)."""
     names = _git(root, "ls-tree", "--name-only", "HEAD", "notebooks/").split("\n")
     names = [n for n in names if n.endswith(".ipynb") and n[len("notebooks/"):][:2].isdigit()]
     if numbers:
-        names = [n for n in names if n[len("notebooks/"):][:2] in {x.zfill(2) for x in numbers}]
+        names = [n for n in names if n[len("notebooks/"):][:2] in set(numbers)]
     return names
 
 
 def reset(root: Path, numbers: list[str], stamp: str | None = None) -> list[str]:
     """Reset the notebooks; return one line per notebook changed, saying what happened."""
     stamp = stamp or datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
-    done = []
+    done, changed = [], []
+    # what git lists as changed, in one call: a file back as committed can still be listed (git's
+    # index holding a saved run's size), and then only a checkout mends it
+    listed = {line[3:] for line in _git(root, "status", "--porcelain", "--", "notebooks/").splitlines()}
     for name in tracked(root, numbers):
         committed = _git(root, "show", f"HEAD:{name}")
         path = root / name
         current = path.read_text(encoding="utf-8") if path.exists() else None
-        if current == committed and _git(root, "status", "--porcelain", "--", name) == "":
+        if current == committed and name not in listed:
             continue
         if current is not None and nbstrip.clean(current) != committed:
             backup = root / ".reset-backup" / stamp / path.name
@@ -58,7 +62,9 @@ def reset(root: Path, numbers: list[str], stamp: str | None = None) -> list[str]
             done.append(f"reset {name} (your version: {backup.relative_to(root)})")
         else:
             done.append(f"reset {name}")
-        _git(root, "checkout", "HEAD", "--", name)
+        changed.append(name)
+    if changed:  # one checkout for them all: it rewrites the files and git's index
+        _git(root, "checkout", "HEAD", "--", *changed)
     return done
 
 
@@ -76,11 +82,17 @@ def reset_state(root: Path, stamp: str | None = None) -> list[str]:
     return [f"reset data/state/ (the agent's memory and threads; yours: {backup.relative_to(root)})"]
 
 
+def number_set(argv: list[str]) -> list[str]:
+    """The notebook numbers asked for, two digits each (``4`` is ``04``)."""
+    return sorted({x.zfill(2) for x in argv})
+
+
 def main(argv: list[str]) -> int:
     root = Path(__file__).resolve().parents[1]
-    try:
-        numbers = {x.zfill(2) for x in argv}
-        lines = reset(root, argv) + (reset_state(root) if not numbers or "13" in numbers else [])
+    numbers, stamp = number_set(argv), datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
+    try:  # one stamp: a reset's copies go to one .reset-backup/<time>/ folder
+        lines = reset(root, numbers, stamp) + (reset_state(root, stamp) if not numbers or "13" in numbers
+                                               else [])
     except (OSError, subprocess.CalledProcessError) as error:
         print(f"error: make reset needs a git clone of the course and git ({error})", file=sys.stderr)
         return 1

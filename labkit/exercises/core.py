@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from functools import wraps
 from typing import Any
 
-from labkit.exercises.progress import record
+from labkit.exercises.progress import CORRECT, TRIED, UNTRIED, record
 
 __all__ = ["Exercise", "as_whole", "largest_that_holds", "smallest_that_holds", "two_decimals",
            "whole_number"]
@@ -64,12 +64,12 @@ class Exercise:
         """Say whether ``answer`` is right: "Correct!", "Not yet: ..." or "Not attempted yet: ...";
         the verdict is kept on this machine for ``labkit.progress()`` (``exercises.progress``)."""
         if answer is None:
-            verdict = self.problem(answer)
+            verdict, status = self.problem(answer), UNTRIED
         else:
             problem = self.checker(answer)
-            verdict = (f"Not yet: {problem}  (call .hint() for a hint, .solution() to see one)" if problem
-                       else "Correct!")
-        trouble = record(self, verdict)
+            verdict, status = ((f"Not yet: {problem}  (call .hint() for a hint, .solution() to see one)",
+                                TRIED) if problem else ("Correct!", CORRECT))
+        trouble = record(self, status)
         return Say(verdict if trouble is None else f"{verdict}\n({trouble})")
 
     def problem(self, answer: Any) -> str | None:

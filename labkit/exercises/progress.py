@@ -19,8 +19,8 @@ import importlib
 import json
 import os
 import re
-import sys
 from collections.abc import Iterable
+from functools import cache
 from pathlib import Path
 
 from labkit.tables import Table, table
@@ -36,25 +36,22 @@ def progress_file() -> Path:
     return Path(os.environ.get("LABKIT_PROGRESS") or Path.cwd() / FILE_NAME)
 
 
-def questions() -> list[str]:
-    """Every question of the course, ``nb01.q1`` … in notebook order: each module's names
-    ``q1``, ``q2`` … (``labkit.exercises.core`` imports this module, so it is not imported back)."""
-    found = []
+@cache
+def _course() -> dict[int, str]:
+    """Every question of the course by the identity of its ``Exercise``: ``nb01.q1`` … in notebook
+    order, each module's names ``q1``, ``q2`` … (imported once; ``labkit.exercises.core`` imports
+    this module, so it is not imported back)."""
+    found = {}
     for n in range(1, 17):
         module = importlib.import_module(f"labkit.exercises.nb{n:02d}")
-        found += [f"nb{n:02d}.{q}" for q, ex in vars(module).items()
-                  if re.fullmatch(r"q\d+", q) and callable(getattr(ex, "check", None))]
+        found |= {id(ex): f"nb{n:02d}.{q}" for q, ex in vars(module).items()
+                  if re.fullmatch(r"q\d+", q) and callable(getattr(ex, "check", None))}
     return found
 
 
-def _name(exercise) -> str | None:
-    """The question's name (``nb07.q1``), found among the exercise modules already imported."""
-    for key, module in list(sys.modules.items()):
-        if key.startswith("labkit.exercises.nb") and module is not None:
-            for q, value in vars(module).items():
-                if value is exercise:
-                    return f"{key.rsplit('.', 1)[1]}.{q}"
-    return None
+def questions() -> list[str]:
+    """Every question of the course, ``nb01.q1`` … in notebook order."""
+    return list(_course().values())
 
 
 def _user() -> str:
@@ -64,13 +61,12 @@ def _user() -> str:
         return "unknown"
 
 
-def record(exercise, verdict: str) -> str | None:
-    """Append one check to the progress file; ``None``, or why it could not be kept."""
-    name = _name(exercise)
+def record(exercise, status: str) -> str | None:
+    """Append one check (``CORRECT``, ``TRIED`` or ``UNTRIED``) to the progress file; ``None``, or
+    why it could not be kept."""
+    name = _course().get(id(exercise))
     if name is None:
         return None  # an exercise of your own, not one of the course's
-    status = (CORRECT if verdict == "Correct!" else UNTRIED if verdict.startswith("Not attempted")
-              else TRIED)
     line = json.dumps({"question": name, "status": status, "user": _user(),
                        "at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")})
     try:
