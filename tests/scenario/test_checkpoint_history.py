@@ -95,3 +95,25 @@ def test_the_deep_harness_history_with_its_files_is_inmemorysavers():
     ours, theirs = files_by_step(SharedSaver()), files_by_step(InMemorySaver())
     assert ours == theirs
     assert len({len(files) for _, _, files in ours}) > 2, "the files grow over the run's history"
+
+
+def test_a_compaction_that_removes_messages_keeps_every_older_state_too():
+    """langchain's SummarizationMiddleware removes what it folds (RemoveMessage): the new list is
+    not an extension of the old, so the saver starts a new shared list — and every older state is
+    still what InMemorySaver keeps."""
+    from langchain.agents.middleware.summarization import SummarizationMiddleware
+
+    from labkit import count_tokens
+
+    def history(saver):
+        model = LabModel(window=128_000)
+        graph = scenario.agent(model, [SummarizationMiddleware(
+            model, trigger=("fraction", 0.85), keep=("fraction", 0.10), token_counter=count_tokens)],
+            checkpointer=saver)
+        scenario.capture(graph, scenario.TURNS, config=dict(CONFIG))
+        return [_shape(s) for s in graph.get_state_history(CONFIG)]
+
+    ours, theirs = history(SharedSaver()), history(InMemorySaver())
+    assert ours == theirs
+    sizes = [len(shape[3]) for shape in ours]  # newest first
+    assert sizes[0] < max(sizes), "the head lost messages an older state still holds"
