@@ -9,8 +9,11 @@
 #                medians): it ends with one line, `bench: middleware_vs_floor=... first_plot_s=...`
 #                (bench/README.md). Run it on a quiet machine; BENCH_ARGS=--quick checks the driver.
 #   make book    set everything up, then run every notebook and write the course as a static HTML
-#                site to build/book/ (open build/book/index.html; offline, no CDN: scripts/book.py).
-#                BOOK_ARGS="--only 01 04" builds some notebooks only.
+#                site to build/book/ (open build/book/index.html; offline, no CDN: scripts/book.py):
+#                a page and a reveal.js slide deck per notebook. BOOK_ARGS="--only 01 04" builds
+#                some notebooks only.
+#   make slides  the same, slide decks only: build/book/<notebook>.slides.html (scripts/slides.py
+#                says which cells make a slide), reveal.js and plotly.js from installed packages.
 #
 # Setup, done once and redone only when uv.lock or pyproject.toml changes:
 #   1. check that $(PYTHON) is Python >= 3.11;
@@ -50,7 +53,7 @@ BOOK_ARGS ?=
 
 export UV_PYTHON_DOWNLOADS := never
 
-.PHONY: lab test bench book setup lock canary clean reset nbstrip-filter
+.PHONY: lab test bench book slides setup lock canary clean reset nbstrip-filter
 
 # Where JupyterLab reads settings overrides (its app_settings_dir: <prefix>/share/jupyter/lab/settings).
 LAB_OVERRIDES := $(VENV)/share/jupyter/lab/settings/overrides.json
@@ -119,6 +122,9 @@ reset:
 
 book: $(SYNCED)
 	$(VENV)/bin/python scripts/book.py $(BOOK_ARGS)
+
+slides: $(SYNCED)
+	$(VENV)/bin/python scripts/book.py --slides $(BOOK_ARGS)
 
 # Step 1 and 2. The stamp's name carries the uv version, so changing UV_VERSION reinstalls uv.
 $(TOOLS)/.uv-$(UV_VERSION):

@@ -29,6 +29,7 @@ notebooks as stored (no outputs): the site's structure in seconds, without runni
 from __future__ import annotations
 
 import argparse
+import copy
 import os
 import re
 import shutil
@@ -46,7 +47,7 @@ from jinja2 import DictLoader
 from jupyter_client.kernelspec import KernelSpecManager
 from jupyter_client.manager import KernelManager
 from nbclient import NotebookClient
-from nbconvert import HTMLExporter
+from nbconvert import HTMLExporter, SlidesExporter
 from nbconvert.filters import markdown2html
 from nbconvert.preprocessors import Preprocessor, TagRemovePreprocessor
 
@@ -57,6 +58,12 @@ ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = ROOT / "notebooks"
 OUT = ROOT / "build" / "book"
 PLOTLY_JS = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
+# reveal.js as the installed sphinx-revealjs package ships it (the `book` extra): found, not imported
+# (importing it imports Sphinx). What the slides load of it is copied to _static/reveal.js/.
+REVEAL = next((Path(p) / "sphinx_revealjs" / "_static" / "revealjs" for p in sys.path
+               if (Path(p or ".") / "sphinx_revealjs" / "_static" / "revealjs" / "dist").is_dir()), None)
+REVEAL_FILES = ("LICENSE", "dist/reveal.css", "dist/reveal.js", "dist/theme/white.css",
+                "dist/theme/fonts/source-sans-pro", "plugin/notes/notes.js")
 MIME = "application/vnd.plotly.v1+json"
 WIDGET = "application/vnd.jupyter.widget-view+json"
 # Not passed to the kernels: the book is the course as run on the lab model, with plotly's defaults.
@@ -73,6 +80,44 @@ TEMPLATE = """{%- extends 'index.html.j2' -%}
 {% endblock %}
 {% block body_header %}{{ super() }}{{ resources.book_nav }}{% endblock %}
 {% block body_footer %}{{ resources.book_nav }}{{ super() }}{% endblock %}
+"""
+
+# The slides: the reveal template without its CDN scripts (jQuery, require.js, mermaid, MathJax, the
+# widget manager); reveal.js and plotly.js from _static/. A figure drawn on a slide not yet shown is
+# resized when its slide shows; a slide taller than the screen scrolls.
+SLIDES_TEMPLATE = """{%- extends 'index.html.j2' -%}
+{% block html_head_js %}{% endblock %}
+{% block html_head_js_mathjax %}{% endblock %}
+{% block jupyter_widgets %}{% endblock %}
+{% block html_head_css %}
+<script src="_static/plotly.min.js"></script>
+<link rel="stylesheet" href="_static/slides.css">
+{% endblock %}
+{% block footer_js %}
+<script src="_static/reveal.js/dist/reveal.js"></script>
+<script src="_static/reveal.js/plugin/notes/notes.js"></script>
+<script>
+Reveal.initialize({controls: true, progress: true, hash: true, center: false, transition: "none",
+                   navigationMode: "linear",
+                   slideNumber: "c/t", width: {{ resources.reveal.width }}, height: {{ resources.reveal.height }},
+                   plugins: [RevealNotes]});
+function shown(event) {
+  const slide = event.currentSlide, room = Reveal.getConfig().height * 0.95;
+  for (const gd of slide.querySelectorAll(".js-plotly-plot")) Plotly.Plots.resize(gd);
+  if (slide.scrollHeight > room) slide.classList.add("scrolled");
+}
+Reveal.on("ready", shown);
+Reveal.on("slidechanged", shown);
+</script>
+{% endblock %}
+"""
+
+SLIDES_CSS = """
+.reveal .slides section { text-align: left; }
+.reveal h1, .reveal h2 { text-transform: none; }
+.reveal .slides section.scrolled { height: 95% !important; overflow-y: auto; }
+.reveal .jp-OutputArea-output table { font-size: 0.8em; }
+.labkit-panel-snapshot { border-left: 3px solid #d0d7de; padding-left: 0.8em; }
 """
 
 CSS = """
@@ -179,11 +224,14 @@ def title(nb, fallback: str) -> str:
     return fallback
 
 
-def nav(prev: tuple[str, str] | None = None, next_: tuple[str, str] | None = None) -> str:
-    """The bar above and below each page: index, start here, glossary, instructors, the previous and
-    the next notebook."""
+def nav(prev: tuple[str, str] | None = None, next_: tuple[str, str] | None = None,
+        slides: str | None = None) -> str:
+    """The bar above and below each page: index, start here, glossary, instructors, the notebook's
+    slides, the previous and the next notebook."""
     links = ['<a href="index.html">Index</a>', '<a href="start_here.html">Start here</a>',
              '<a href="glossary.html">Glossary</a>', '<a href="instructors.html">Instructors</a>']
+    if slides:
+        links.append(f'<a class="slides" href="{slides}">Slides</a>')
     if prev:
         links.append(f'<a class="prev" rel="prev" href="{prev[0]}">← {escape(prev[1])}</a>')
     if next_:
@@ -202,6 +250,32 @@ def exporter() -> HTMLExporter:
     return html
 
 
+def slides_exporter() -> SlidesExporter:
+    """nbconvert's reveal.js exporter at 1280 × 720, reveal.js and plotly.js from _static/."""
+    slides = SlidesExporter(extra_loaders=[DictLoader({"slides.html.j2": SLIDES_TEMPLATE})],
+                            template_file="slides.html.j2", exclude_input_prompt=True,
+                            exclude_output_prompt=True, reveal_url_prefix="_static/reveal.js",
+                            reveal_theme="white", reveal_width="1280", reveal_height="720")
+    slides.register_preprocessor(TagRemovePreprocessor(remove_input_tags={"hide-input"}), enabled=True)
+    slides.register_preprocessor(StaticOutputs(), enabled=True)
+    slides.register_preprocessor(PageLinks(), enabled=True)
+    return slides
+
+
+def copy_reveal(static: Path) -> None:
+    """What the slides load of reveal.js, from the installed sphinx-revealjs, into static/reveal.js/."""
+    if REVEAL is None:
+        raise SystemExit("the slides need reveal.js from the sphinx-revealjs package (the `book` extra): "
+                         "run `make setup` (or `uv sync --all-extras`)")
+    for name in REVEAL_FILES:
+        source, target = REVEAL / name, static / "reveal.js" / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if source.is_dir():
+            shutil.copytree(source, target, dirs_exist_ok=True)
+        else:
+            shutil.copyfile(source, target)
+
+
 def page(body: str, heading: str, navbar: str) -> str:
     """A plain page (index, glossary) in the book's style."""
     return (f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>{escape(heading)}</title>'
@@ -209,23 +283,27 @@ def page(body: str, heading: str, navbar: str) -> str:
             f"\n{body}\n{navbar}</body></html>\n")
 
 
-def course_map(readme: str, pages: dict[str, str]) -> str:
+def course_map(readme: str, pages: dict[str, str], decks: dict[str, str] | None = None) -> str:
     """The README's course map (the 'notebook | the learner leaves knowing' table), each notebook
-    linked to its page when it was built."""
+    linked to its page and its slides when they were built."""
     def link(row: re.Match) -> str:
         number, name, knowing = row.groups()
-        target = pages.get(number)
-        return f"| [{number} {name}]({target}) | {knowing} |" if target else row.group(0)
+        target, deck = pages.get(number), (decks or {}).get(number)
+        shown = f"[{number} {name}]({target})" if target else f"{number} {name}"
+        if deck:
+            shown += f" · [slides]({deck})"
+        return f"| {shown} | {knowing} |" if target or deck else row.group(0)
 
     return course_index.ROW.sub(link, course_index.course_table(readme))
 
 
-def index_page(readme: str, pages: dict[str, str]) -> str:
-    """index.html: the README's title, its first paragraph, the course map, the glossary link."""
+def index_page(readme: str, pages: dict[str, str], decks: dict[str, str] | None = None) -> str:
+    """index.html: the README's title, its first paragraph, the course map (pages and slides), the
+    glossary link."""
     heading = re.search(r"^# (.+)$", readme, re.M).group(1)
     intro = readme.split("## What this is", 1)[1].split("\n\n")[1].replace("](GLOSSARY.md)", "](glossary.html)")
     body = (f"<h1>{escape(heading)}</h1>\n{markdown2html(intro)}\n<h2>The course</h2>\n"
-            f"{markdown2html(course_map(readme, pages))}\n"
+            f"{markdown2html(course_map(readme, pages, decks))}\n"
             '<p>The course\'s terms, English ↔ 中文: <a href="glossary.html">the glossary</a>.</p>')
     return page(body, heading, nav())
 
@@ -242,37 +320,49 @@ MARKDOWN_PAGES = {"glossary.html": ROOT / "GLOSSARY.md", "start_here.html": NOTE
                   "instructors.html": NOTEBOOKS / "INSTRUCTORS.md"}
 
 
-def build(out: Path = OUT, paths: list[Path] | None = None, run: bool = True,
-          log=print) -> dict[str, Path]:
-    """Write the book to ``out``: a page per notebook in ``paths`` (default: all), index.html,
-    start_here.html, glossary.html, instructors.html, _static/ and figures/. Returns the pages by
-    notebook stem."""
+def build(out: Path = OUT, paths: list[Path] | None = None, run: bool = True, log=print,
+          pages: bool = True, slides: bool = True) -> dict[str, Path]:
+    """Write the book to ``out``: for each notebook in ``paths`` (default: all) its page and its
+    slides (``<stem>.slides.html``), each run once for both; index.html, start_here.html,
+    glossary.html, instructors.html, _static/ and figures/. Returns what was written, by notebook stem
+    (the page, or the slides when ``pages`` is false)."""
     paths = notebooks() if paths is None else list(paths)
     out.mkdir(parents=True, exist_ok=True)
     static = out / "_static"
     static.mkdir(exist_ok=True)
     shutil.copyfile(PLOTLY_JS, static / "plotly.min.js")
     (static / "book.css").write_text(CSS, encoding="utf-8")
+    if slides:
+        copy_reveal(static)
+        (static / "slides.css").write_text(SLIDES_CSS, encoding="utf-8")
     shutil.copytree(NOTEBOOKS / "figures", out / "figures", dirs_exist_ok=True)
     stored = [nbformat.read(p, as_version=4) for p in paths]
     titles = [(f"{p.stem}.html", title(nb, p.stem)) for p, nb in zip(paths, stored)]
-    html, built = exporter(), {}
+    html, deck, built = exporter(), slides_exporter(), {}
     for i, (path, nb) in enumerate(zip(paths, stored)):
         start = time.monotonic()
         if run:
             execute(nb, path.parent)
-        links = nav(titles[i - 1] if i else None, titles[i + 1] if i + 1 < len(titles) else None)
-        body, _ = html.from_notebook_node(nb, resources={"metadata": {"name": titles[i][1]},
-                                                         "book_nav": links})
-        built[path.stem] = out / titles[i][0]
-        built[path.stem].write_text(body, encoding="utf-8")
-        log(f"{titles[i][0]}: {'ran and ' if run else ''}written in {time.monotonic() - start:.0f} s")
-    pages = {f.name[:2]: f.name for f in sorted(out.glob("[0-9][0-9]_*.html"))}  # earlier builds' too
-    (out / "index.html").write_text(index_page((ROOT / "README.md").read_text(encoding="utf-8"), pages),
+        resources = {"metadata": {"name": titles[i][1]}}
+        if slides:
+            body, _ = deck.from_notebook_node(copy.deepcopy(nb), resources=dict(resources))
+            built[path.stem] = out / f"{path.stem}.slides.html"
+            built[path.stem].write_text(body, encoding="utf-8")
+        if pages:
+            links = nav(titles[i - 1] if i else None, titles[i + 1] if i + 1 < len(titles) else None,
+                        slides=f"{path.stem}.slides.html" if slides else None)
+            body, _ = html.from_notebook_node(nb, resources=resources | {"book_nav": links})
+            built[path.stem] = out / titles[i][0]
+            built[path.stem].write_text(body, encoding="utf-8")
+        log(f"{path.stem}: {'ran and ' if run else ''}written in {time.monotonic() - start:.0f} s")
+    found = {f.name[:2]: f.name for f in sorted(out.glob("[0-9][0-9]_*.html")) if ".slides." not in f.name}
+    decks = {f.name[:2]: f.name for f in sorted(out.glob("[0-9][0-9]_*.slides.html"))}  # earlier builds' too
+    (out / "index.html").write_text(index_page((ROOT / "README.md").read_text(encoding="utf-8"), found, decks),
                                     encoding="utf-8")
     for name, source in MARKDOWN_PAGES.items():
         (out / name).write_text(markdown_page(source.read_text(encoding="utf-8")), encoding="utf-8")
-    log(f"book: {out / 'index.html'} ({len(built)} notebook pages)")
+    log(f"book: {out / 'index.html'} ({len(built)} notebooks: "
+        f"{' and '.join(w for w, on in (('pages', pages), ('slides', slides)) if on)})")
     return built
 
 
@@ -282,8 +372,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--only", nargs="+", help="build only these notebooks (number or name)")
     parser.add_argument("--no-execute", dest="run", action="store_false",
                         help="pages from the notebooks as stored, without running them")
+    parser.add_argument("--slides", action="store_true",
+                        help="the slides only, no pages (make slides)")
     args = parser.parse_args(argv)
-    build(args.out, notebooks(args.only), run=args.run)
+    build(args.out, notebooks(args.only), run=args.run, pages=not args.slides)
 
 
 if __name__ == "__main__":

@@ -115,18 +115,22 @@ def test_the_section_each_notebook_points_at_is_in_the_book(site):
     start = (out / "start_here.html").read_text(encoding="utf-8")
     assert re.search(r"<h2 id=\"Using-a-real-model\">Using a real model<", start), "the section, anchored"
     assert f'href="{FIRST.stem}.html"' in start and "<table>" in start, "its course map, linked"
-    assert all("start_here.html" in {u for _, u in _refs(page)} for page in out.glob("*.html")), \
-        "every page's bar links it"
+    assert all("start_here.html" in {u for _, u in _refs(page)} for page in out.glob("*.html")
+               if not page.name.endswith(".slides.html")), "every page's bar links it (a deck has no bar)"
 
 
 def test_only_and_no_execute_build_the_named_notebook_from_its_stored_form(tmp_path):
     book.main(["--out", str(tmp_path), "--only", "02", "--no-execute"])
-    assert [p.name for p in tmp_path.glob("[0-9][0-9]_*.html")] == ["02_tokens_windows_profiles.html"]
+    assert sorted(p.name for p in tmp_path.glob("[0-9][0-9]_*.html")) == [
+        "02_tokens_windows_profiles.html", "02_tokens_windows_profiles.slides.html"]
     body = (tmp_path / "02_tokens_windows_profiles.html").read_text(encoding="utf-8").split("<main>")[1]
     assert "jp-OutputArea-output" not in body and "jp-CodeCell" in body, \
         "nothing was run: the stored notebook has no outputs"
     with pytest.raises(SystemExit, match="no notebook named 42"):
         book.notebooks(["42"])
+    decks = tmp_path / "slides"
+    book.main(["--out", str(decks), "--only", "02", "--no-execute", "--slides"])  # make slides
+    assert [p.name for p in decks.glob("[0-9][0-9]_*.html")] == ["02_tokens_windows_profiles.slides.html"]
 
 
 def _open(browser, page_path: Path):
@@ -185,3 +189,68 @@ def test_in_chromium_a_panel_shows_its_snapshot_with_its_figure(site, browser):
         context.close()
     assert [u for u in requested if not u.startswith("file://")] == [], "no request leaves the machine"
     assert not json.dumps(requested).count("cdn")
+
+
+def test_each_notebook_has_its_slides_with_reveal_js_from_the_installed_package(site):
+    out, pages = site
+    assert (out / f"{FIRST.stem}.slides.html").is_file() and (out / f"{PANEL}.slides.html").is_file()
+    for name in ("dist/reveal.js", "dist/reveal.css", "dist/theme/white.css", "plugin/notes/notes.js"):
+        assert (out / "_static" / "reveal.js" / name).read_bytes() == (book.REVEAL / name).read_bytes(), \
+            f"reveal.js's {name} is sphinx-revealjs's own copy"
+    assert f'href="{FIRST.stem}.slides.html"' in pages[FIRST.stem].read_text(encoding="utf-8"), \
+        "a notebook's page links its slides"
+    assert f'href="{FIRST.stem}.slides.html"' in (out / "index.html").read_text(encoding="utf-8"), \
+        "the course map links them too"
+
+
+def test_in_chromium_the_slides_of_01_show_each_slide_with_its_figures_offline(site, browser):
+    """Every slide and sub-slide the metadata asks for, in order; each figure drawn to its slide's
+    width when its slide shows (plotly draws a hidden figure at a default 700 px); → walks them all
+    and the Predict answer takes a press of its own; the checks and deep dives are not in the deck."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout  # the browser fixture checked it
+
+    out, _ = site
+    nb = nbformat.read(FIRST, as_version=4)
+    kinds = [c.metadata["slideshow"]["slide_type"] for c in nb.cells]
+    context = browser.new_context(viewport={"width": 1280, "height": 720})
+    page = context.new_page()
+    requested, errors = [], []
+    page.on("request", lambda r: requested.append(r.url))
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.set_default_timeout(60_000)
+    try:
+        page.goto((out / f"{FIRST.stem}.slides.html").as_uri(), wait_until="load")
+        page.wait_for_function("() => window.Reveal && Reveal.isReady()")
+        slides = kinds.count("slide") + kinds.count("subslide")
+        assert page.evaluate("() => Reveal.getTotalSlides()") == slides
+        assert page.locator(".reveal .fragment").count() == kinds.count("fragment")
+        hidden = [c.source for c, k in zip(nb.cells, kinds) if k == "skip" and c.cell_type == "code"]
+        text = page.locator(".reveal .slides").inner_text()
+        assert hidden and not any(s.splitlines()[0] in text for s in hidden), "skipped cells are left out"
+        widths, seen, presses = [], set(), 0
+        while presses <= 2 * slides:  # a bound, should → stop moving
+            sized = ("() => [...Reveal.getCurrentSlide().querySelectorAll('.js-plotly-plot')].map(gd => ["
+                     "Number(gd.querySelector('.main-svg')?.getAttribute('width') || 0), gd.clientWidth])")
+            try:  # plotly resizes a figure a moment after its slide shows
+                page.wait_for_function(f"() => ({sized})().every(([w, box]) => Math.abs(w - box) <= 2)",
+                                       timeout=10_000)
+            except PlaywrightTimeout:
+                pass  # the assertion below says which figure kept which width
+            at = page.evaluate("() => [Reveal.getIndices().h, Reveal.getIndices().v]")
+            if tuple(at) not in seen:
+                widths += page.evaluate(sized)
+            seen.add(tuple(at))
+            if page.evaluate("() => Reveal.isLastSlide() && !Reveal.availableFragments().next"):
+                break
+            page.keyboard.press("ArrowRight")  # as a presenter walks the deck: slides, sub-slides, fragments
+            presses += 1
+        assert len(seen) == slides, "→ reaches every slide and sub-slide"
+        assert presses == slides - 1 + kinds.count("fragment"), "a Predict answer takes one press of its own"
+        assert len(widths) >= 3 and all(abs(w - box) <= 2 for w, box in widths), \
+            f"each figure as wide as its slide: {widths}"
+        page.keyboard.press("Escape")
+        assert page.evaluate("() => Reveal.isOverview()"), "Esc shows every slide at once"
+    finally:
+        context.close()
+    assert not errors, errors
+    assert [u for u in requested if not u.startswith("file://")] == [], "no request leaves the machine"
