@@ -139,8 +139,12 @@ def test_the_guide_says_its_times_are_the_reading_rules_and_is_linked():
 
 
 def _cut_rows(heading: str) -> list[tuple[str, str, str]]:
-    """A longer cut's table: (notebook or '', the item, its minutes as written)."""
-    part = GUIDE.split(f"### {heading}", 1)[1].split("\n### ", 1)[0]
+    """A longer cut's table: (notebook or '', the item, its minutes as written). "Two days / Day 1:"
+    names the first table under "### Two days"."""
+    heading, _, day = heading.partition(" / ")
+    part = GUIDE.split(f"### {heading}", 1)[1].split("\n## ", 1)[0].split("\n### ", 1)[0]
+    if day:
+        part = part.split(day, 1)[1].split("\n\n|", 1)[1].split("\n\n", 1)[0]
     rows = re.findall(r"^\| [\d:]+ \| (.+?) \| \**([\d—]+)(?: min)?\**\s*\|$", part, re.M)
     return [(item[:2] if item[:2].isdigit() else "", item, m) for item, m in rows]
 
@@ -159,7 +163,7 @@ def _named(nb: str, item: str) -> list[str]:
     return names
 
 
-@pytest.mark.parametrize("heading", ["Half a day", "A full day"])
+@pytest.mark.parametrize("heading", ["Half a day", "A full day", "Two days / Day 1:", "Two days / Day 2:"])
 def test_the_longer_cuts_are_core_sections_timed_by_the_rule(heading):
     """Each item's minutes are its sections' by the rule, each rounded up to a whole minute (as
     the guide says), and the items add up to the table's end."""
