@@ -44,6 +44,7 @@ class SharedSaver(InMemorySaver):
         super().__init__(*args, **kwargs)
         self._spines: dict[tuple, _Spine] = {}  # (thread, ns, channel) -> the channel's newest run
         self._history: dict[tuple, tuple] = {}  # (thread, ns, checkpoint, channel) -> see below
+        self._newest: dict[tuple, tuple[str, int]] = {}  # (thread, ns) -> (newest id, checkpoints then)
 
     def put(self, config, checkpoint, metadata, new_versions) -> Any:
         thread, ns = config["configurable"]["thread_id"], config["configurable"]["checkpoint_ns"]
@@ -60,10 +61,36 @@ class SharedSaver(InMemorySaver):
             else:
                 self.blobs[(thread, ns, channel, version)] = (LIVE, value)
         stored = {k: v for k, v in checkpoint.items() if k != "channel_values"}
-        self.storage[thread][ns][checkpoint["id"]] = (
+        checkpoints, newest = self.storage[thread][ns], self._newest_id(thread, ns)
+        checkpoints[checkpoint["id"]] = (
             self.serde.dumps_typed(stored), self.serde.dumps_typed(get_checkpoint_metadata(config, metadata)),
             config["configurable"].get("checkpoint_id"))
+        self._newest[(thread, ns)] = (max(newest or "", checkpoint["id"]), len(checkpoints))
         return {"configurable": {"thread_id": thread, "checkpoint_ns": ns, "checkpoint_id": checkpoint["id"]}}
+
+    def _newest_id(self, thread: str, ns: str) -> str | None:
+        """The thread's newest checkpoint id (the greatest, as ``InMemorySaver`` finds it with
+        ``max`` over every checkpoint on each load), remembered from :meth:`put`: looked for again
+        only when the thread's checkpoints changed otherwise (their number, or the id gone)."""
+        checkpoints = self.storage.get(thread, {}).get(ns)
+        if not checkpoints:
+            return None
+        newest, size = self._newest.get((thread, ns), (None, -1))
+        if size != len(checkpoints) or newest not in checkpoints:
+            newest = max(checkpoints)
+            self._newest[(thread, ns)] = (newest, len(checkpoints))
+        return newest
+
+    def get_tuple(self, config):
+        """``InMemorySaver``'s answer; the newest checkpoint, when none is named, found without
+        looking at every checkpoint of the thread."""
+        if get_checkpoint_id(config):
+            return super().get_tuple(config)
+        thread = config["configurable"]["thread_id"]
+        ns = config["configurable"].get("checkpoint_ns", "")
+        newest = self._newest_id(thread, ns)
+        return None if newest is None else super().get_tuple(
+            {"configurable": {"thread_id": thread, "checkpoint_ns": ns, "checkpoint_id": newest}})
 
     def _spine(self, thread: str, ns: str, channel: str, value: list) -> _Spine:
         """The spine ``value`` extends (it becomes its list), or a new one."""
@@ -98,7 +125,7 @@ class SharedSaver(InMemorySaver):
         thread = config["configurable"]["thread_id"]
         ns = config["configurable"].get("checkpoint_ns", "")
         stored = self.storage.get(thread, {}).get(ns, {})
-        target = get_checkpoint_id(config) or max(stored, default="")
+        target = get_checkpoint_id(config) or self._newest_id(thread, ns) or ""
         result = {}
         for channel in channels:
             seed, writes = self._history_of(thread, ns, stored, target, channel)
@@ -134,7 +161,7 @@ class SharedSaver(InMemorySaver):
 
     def delete_thread(self, thread_id: str) -> None:
         super().delete_thread(thread_id)
-        for memo in (self._spines, self._history):
+        for memo in (self._spines, self._history, self._newest):
             for key in [k for k in memo if k[0] == thread_id]:
                 del memo[key]
 

@@ -2,20 +2,26 @@
 middleware work only on what is new in a call (an agent's request mostly grows by a few messages).
 
 Used by: labkit.trace (``RunningMeasure``), labkit.caching (``PrefixCache``), labkit.offload and
-labkit.summarize (their per-call views). A message counts as the same when it is the same object
-with the same ``content``, ``tool_calls`` and ``additional_kwargs`` objects: replaced in place,
-a field makes the message new again.
+labkit.summarize (their per-call views). A message counts as carried over when it is the same
+object and its ``content``, ``tool_calls`` and ``additional_kwargs`` are what they were: a field
+replaced in place by a different value makes the message new again (replaced by an equal value it
+is counted, shown and stored the same, so it stays carried over).
+
+The check looks at every message of the list on every call — a field can be replaced in place at
+any time, and only a look sees it — but at C speed, in as few passes as it can: the objects, the
+contents and the extras of every message, the tool calls of the messages that have them.
 """
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Sequence
-from itertools import compress, count, repeat
-from operator import attrgetter, is_not
+from itertools import compress, count
+from operator import attrgetter, is_not, ne
 
-__all__ = ["Carried", "fields_of", "same_head", "unedited_head"]
+__all__ = ["Carried", "same_head"]
 
-_CONTENT, _EXTRA, _FIELDS = attrgetter("content"), attrgetter("additional_kwargs"), attrgetter("__dict__")
+_CONTENT, _EXTRA, _CALLS = attrgetter("content"), attrgetter("additional_kwargs"), attrgetter("tool_calls")
 
 
 def same_head(a, b, n: int) -> int:
@@ -24,22 +30,9 @@ def same_head(a, b, n: int) -> int:
     return next(compress(count(), map(is_not, a, b)), n)
 
 
-def unedited_head(messages: Sequence, last: Sequence, fields: tuple[list, list, list]) -> int:
-    """How many messages at the head of ``messages`` are ``last``'s very objects, unedited since:
-    ``fields`` are the ``content``, ``tool_calls`` and ``additional_kwargs`` objects ``last``'s
-    messages had (:func:`fields_of`)."""
-    k = same_head(messages, last, min(len(messages), len(last)))
-    head = messages[:k]
-    contents, calls, extras = fields
-    k = same_head(map(_CONTENT, head), contents, k)
-    k = same_head(map(dict.get, map(_FIELDS, head), repeat("tool_calls")), calls, k)
-    return same_head(map(_EXTRA, head), extras, k)
-
-
-def fields_of(messages: Sequence) -> tuple[list, list, list]:
-    """The ``content``, ``tool_calls`` and ``additional_kwargs`` objects of ``messages``."""
-    return (list(map(_CONTENT, messages)), list(map(dict.get, map(_FIELDS, messages), repeat("tool_calls"))),
-            list(map(_EXTRA, messages)))
+def _equal_head(a, b, n: int) -> int:
+    """The first ``i < n`` where ``a[i] != b[i]``, else ``n`` (the same object is equal at once)."""
+    return next(compress(count(), map(ne, a, b)), n)
 
 
 class Carried:
@@ -47,15 +40,40 @@ class Carried:
     messages at the head of the next list are carried over unedited, and remembers that list."""
 
     def __init__(self) -> None:
-        self.items: list = []
-        self.fields: tuple[list, list, list] = ([], [], [])
+        self.items: list = []  # the last list
+        self.contents: list = []  # its messages' content objects
+        self.extras: list = []  # their additional_kwargs objects
+        self.at: list[int] = []  # where in it the messages with a tool_calls field are
+        self.calling: list = []  # those messages
+        self.calls: list = []  # and their tool_calls objects
 
     def advance(self, messages: Sequence) -> int:
-        k = unedited_head(messages, self.items, self.fields)
+        k = self._unedited(messages)
         new = messages[k:]
-        del self.items[k:]
+        j = bisect_left(self.at, k)
+        del self.items[k:], self.contents[k:], self.extras[k:], self.at[j:], self.calling[j:], self.calls[j:]
         self.items.extend(new)
-        for kept, added in zip(self.fields, fields_of(new)):
-            del kept[k:]
-            kept.extend(added)
+        self.contents.extend(map(_CONTENT, new))
+        self.extras.extend(map(_EXTRA, new))
+        for i, m in enumerate(new, k):
+            fields = m.__dict__
+            if "tool_calls" in fields:
+                self.at.append(i)
+                self.calling.append(m)
+                self.calls.append(fields["tool_calls"])
         return k
+
+    def _unedited(self, messages: Sequence) -> int:
+        """How many messages at the head of ``messages`` are the last list's, unedited since."""
+        k = same_head(messages, self.items, min(len(messages), len(self.items)))
+        if not k:
+            return 0
+        head, j = messages[:k], bisect_left(self.at, k)
+        calling = self.calling[:j]  # the very objects: their fields tell which have tool calls
+        if (list(map(_CONTENT, head)) == self.contents[:k] and list(map(_EXTRA, head)) == self.extras[:k]
+                and list(map(_CALLS, calling)) == self.calls[:j]):
+            return k  # the common case, one comparison of each field's list (equal values pass)
+        k = _equal_head(map(_CONTENT, head), self.contents, k)
+        k = _equal_head(map(_EXTRA, head), self.extras, k)
+        edited = _equal_head(map(_CALLS, calling), self.calls, j)
+        return min(k, self.at[edited]) if edited < j else k

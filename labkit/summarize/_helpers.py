@@ -58,10 +58,11 @@ _ID = attrgetter("id")
 def refuse_shared_ids(messages: Sequence[BaseMessage]) -> None:
     """Two messages with one id would make one of them invisible to a cut found by id (and
     langgraph's own reducer would merge them): refuse, naming the id."""
-    ids = list(map(_ID, messages))  # at C speed: this runs on every model call
-    named = len(ids) - ids.count(None)
-    if len(set(ids) - {None}) == named:
-        return
+    if len(set(map(_ID, messages))) == len(messages):  # one pass at C speed: this runs on every call
+        return  # every id distinct (at most one message without an id)
+    ids = list(map(_ID, messages))
+    if len(set(ids) - {None}) == len(ids) - ids.count(None):
+        return  # several messages without an id, the others distinct
     seen: set[str] = set()
     for m in messages:
         if m.id is not None and m.id in seen:

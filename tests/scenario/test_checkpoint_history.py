@@ -117,3 +117,30 @@ def test_a_compaction_that_removes_messages_keeps_every_older_state_too():
     assert ours == theirs
     sizes = [len(shape[3]) for shape in ours]  # newest first
     assert sizes[0] < max(sizes), "the head lost messages an older state still holds"
+
+
+def test_the_newest_checkpoint_is_inmemorysavers_however_the_thread_changed():
+    """``get_tuple`` without a checkpoint id answers the greatest id, as ``InMemorySaver``'s ``max``
+    over every checkpoint does, though SharedSaver remembers it from ``put``: ids put out of order,
+    a thread deleted and started again, a checkpoint removed from storage directly."""
+    from langgraph.checkpoint.base import empty_checkpoint
+
+    def put(saver, cid: str, parent: str | None = None):
+        checkpoint = {**empty_checkpoint(), "id": cid}
+        config = {"configurable": {"thread_id": "t", "checkpoint_ns": "",
+                                   **({"checkpoint_id": parent} if parent else {})}}
+        saver.put(config, checkpoint, {}, {})
+
+    def newest(saver):
+        found = saver.get_tuple({"configurable": {"thread_id": "t", "checkpoint_ns": ""}})
+        return None if found is None else (found.config["configurable"]["checkpoint_id"],
+                                           found.parent_config)
+
+    ours, theirs = SharedSaver(), InMemorySaver()
+    for step in (lambda s: put(s, "1f0-b"), lambda s: put(s, "1f0-d", "1f0-b"), lambda s: put(s, "1f0-c"),
+                 lambda s: s.storage["t"][""].pop("1f0-d"), lambda s: put(s, "1f0-a"),
+                 lambda s: s.delete_thread("t"), lambda s: put(s, "1f0-e")):
+        step(ours), step(theirs)
+        assert newest(ours) == newest(theirs)
+    assert newest(ours)[0] == "1f0-e"
+    assert SharedSaver().get_tuple({"configurable": {"thread_id": "none", "checkpoint_ns": ""}}) is None
