@@ -179,3 +179,15 @@ def test_the_longer_cuts_are_core_sections_timed_by_the_rule(heading):
         assert not any(sections[n][0] for n in names), f"{item}: names a deep dive"
         assert int(minutes) == sum(math.ceil(sections[n][1]) for n in names), \
             f"{item}: {minutes} min, by the rule {sum(math.ceil(sections[n][1]) for n in names)}"
+
+
+def test_the_rehearsal_script_finds_every_item_of_the_two_hour_cut_in_order():
+    """scripts/rehearse.py runs the two-hour cut item by item: each of its items is a section of
+    its notebook, in the notebook's order (it refuses otherwise)."""
+    rehearse = script("rehearse")
+    items = rehearse.two_hour_items(GUIDE)
+    assert [nb for nb, _, _ in items] == [nb for nb, _, _ in _two_hour_rows() if nb]
+    for stem in {nb for nb, _, _ in items}:
+        names = [name for name, _ in rehearse.sections(nbformat.read(guide_numbers.notebook(stem), 4))]
+        at = [names.index(rehearse.section_key(item)) for nb, item, _ in items if nb == stem]
+        assert at == sorted(set(at)), f"notebook {stem}: items out of order or twice"
