@@ -17,7 +17,7 @@ from __future__ import annotations
 from bisect import bisect_left
 from collections.abc import Sequence
 from itertools import compress, count
-from operator import attrgetter, is_not, ne
+from operator import attrgetter, is_not
 
 __all__ = ["Carried", "same_head"]
 
@@ -30,9 +30,28 @@ def same_head(a, b, n: int) -> int:
     return next(compress(count(), map(is_not, a, b)), n)
 
 
+def _differs(a, b) -> bool:
+    """Whether a field's value changed: another object, not equal (a value that cannot say, such
+    as an array, counts as changed)."""
+    if a is b:
+        return False
+    try:
+        return bool(a != b)
+    except Exception:  # noqa: BLE001 - any value may sit in additional_kwargs
+        return True
+
+
 def _equal_head(a, b, n: int) -> int:
-    """The first ``i < n`` where ``a[i] != b[i]``, else ``n`` (the same object is equal at once)."""
-    return next(compress(count(), map(ne, a, b)), n)
+    """The first ``i < n`` where ``a[i]`` :func:`_differs` from ``b[i]``, else ``n``."""
+    return next(compress(count(), map(_differs, a, b)), n)
+
+
+def _equal(a: list, b: list) -> bool:
+    """``a == b`` at C speed (the same object is equal at once), ``False`` when a value cannot say."""
+    try:
+        return a == b
+    except Exception:  # noqa: BLE001
+        return False
 
 
 class Carried:
@@ -70,8 +89,10 @@ class Carried:
             return 0
         head, j = messages[:k], bisect_left(self.at, k)
         calling = self.calling[:j]  # the very objects: their fields tell which have tool calls
-        if (list(map(_CONTENT, head)) == self.contents[:k] and list(map(_EXTRA, head)) == self.extras[:k]
-                and list(map(_CALLS, calling)) == self.calls[:j]):
+        unedited = (_equal(list(map(_CONTENT, head)), self.contents[:k])
+                    and _equal(list(map(_EXTRA, head)), self.extras[:k])
+                    and _equal(list(map(_CALLS, calling)), self.calls[:j]))
+        if unedited:
             return k  # the common case, one comparison of each field's list (equal values pass)
         k = _equal_head(map(_CONTENT, head), self.contents, k)
         k = _equal_head(map(_EXTRA, head), self.extras, k)

@@ -90,3 +90,23 @@ def test_an_edit_in_place_makes_that_message_new_and_an_equal_value_does_not():
     messages[2].additional_kwargs = {"x": 1}
     assert carried.advance(messages) == 2
     assert carried.advance(messages[:5] + [_message(99)]) == 5
+
+
+class _Unsure:
+    """A value that cannot say whether it equals another (as a numpy array cannot)."""
+
+    def __eq__(self, other):
+        raise ValueError("the truth value is ambiguous")
+
+    __ne__ = __eq__
+    __hash__ = object.__hash__
+
+
+def test_a_value_that_cannot_compare_counts_as_an_edit_and_raises_nothing():
+    messages = [_message(i) for i in range(6)]
+    messages[1].additional_kwargs = {"raw": _Unsure()}
+    carried = Carried()
+    carried.advance(messages)
+    assert carried.advance(messages) == 6  # the same dict, the same value: no comparison asked
+    messages[1].additional_kwargs = {"raw": _Unsure()}  # another dict, a value that cannot say
+    assert carried.advance(messages) == 1
