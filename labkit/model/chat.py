@@ -199,8 +199,8 @@ class LabModel(BaseChatModel):
         tools = list(tools or [])
         check_history(messages)
         names = [t["function"]["name"] for t in tools]
-        n_in = self.counter.messages(messages) + sum(
-            self.counter.tool(t) for t in tools)
+        counter = self.counter  # a private attribute: pydantic's slow lookup, once per call
+        n_in = counter.messages(messages) + sum(map(counter.tool, tools))
         last = plain(messages[-1])
         kind = "summary" if is_summary_prompt(last) else "grader" if is_grader_prompt(last) else "agent"
         call = Call(list(messages), names, n_in, kind, tool_choice=tool_choice)
