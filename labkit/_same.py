@@ -3,9 +3,11 @@ middleware work only on what is new in a call (an agent's request mostly grows b
 
 Used by: labkit.trace (``RunningMeasure``), labkit.caching (``PrefixCache``), labkit.offload and
 labkit.summarize (their per-call views). A message counts as carried over when it is the same
-object and its ``content``, ``tool_calls`` and ``additional_kwargs`` are what they were: a field
-replaced in place by a different value makes the message new again (replaced by an equal value it
-is counted, shown and stored the same, so it stays carried over).
+object and its ``content``, ``tool_calls`` and ``additional_kwargs`` fields still hold what they
+held: a field reassigned to a different value makes the message new again (reassigned to an equal
+value it is counted, shown and stored the same, so it stays carried over). A change made inside a
+field's value — a key set in the very ``additional_kwargs`` dict, an argument in the very tool call —
+is not seen: messages are values, and langchain's middleware replaces them (``model_copy``).
 
 The check looks at every message of the list on every call — a field can be replaced in place at
 any time, and only a look sees it — but at C speed, in as few passes as it can: the objects, the
@@ -16,7 +18,7 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from collections.abc import Sequence
-from itertools import compress, count
+from itertools import compress, count, islice
 from operator import attrgetter, is_not
 
 __all__ = ["Carried", "same_head"]
@@ -25,9 +27,8 @@ _CONTENT, _EXTRA, _CALLS = attrgetter("content"), attrgetter("additional_kwargs"
 
 
 def same_head(a, b, n: int) -> int:
-    """The first ``i < n`` where ``a[i] is not b[i]`` (``a``, ``b``: iterables of at least ``n``
-    items), else ``n``."""
-    return next(compress(count(), map(is_not, a, b)), n)
+    """The first ``i < n`` where ``a[i] is not b[i]`` (``a``, ``b``: iterables), else ``n``."""
+    return next(compress(count(), map(is_not, islice(a, n), b)), n)
 
 
 def _differs(a, b) -> bool:
@@ -43,7 +44,7 @@ def _differs(a, b) -> bool:
 
 def _equal_head(a, b, n: int) -> int:
     """The first ``i < n`` where ``a[i]`` :func:`_differs` from ``b[i]``, else ``n``."""
-    return next(compress(count(), map(_differs, a, b)), n)
+    return next(compress(count(), map(_differs, islice(a, n), b)), n)
 
 
 def _equal(a: list, b: list) -> bool:

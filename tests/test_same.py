@@ -72,7 +72,8 @@ def test_carried_over_is_the_plain_rule_under_every_edit():
         made[0] = len(messages)
         last, snapshot = [], []
         for _ in range(60):
-            _edit(rng, messages, made)
+            for _ in range(rng.choice((1, 1, 2, 3))):  # one edit between two calls, or several
+                _edit(rng, messages, made)
             current = list(messages) if rng.random() < 0.5 else messages  # a new list, or the same
             assert carried.advance(current) == _plain(current, last, snapshot)
             last, snapshot = list(current), [_fields(m) for m in current]
@@ -90,6 +91,10 @@ def test_an_edit_in_place_makes_that_message_new_and_an_equal_value_does_not():
     messages[2].additional_kwargs = {"x": 1}
     assert carried.advance(messages) == 2
     assert carried.advance(messages[:5] + [_message(99)]) == 5
+    messages = messages[:5] + [carried.items[5]]
+    messages[4].additional_kwargs = {"y": 2}  # two edits before the next call: the first one counts
+    messages[1].content = "edited"
+    assert carried.advance(messages) == 1
 
 
 class _Unsure:

@@ -119,10 +119,12 @@ def test_a_compaction_that_removes_messages_keeps_every_older_state_too():
     assert sizes[0] < max(sizes), "the head lost messages an older state still holds"
 
 
-def test_the_newest_checkpoint_is_inmemorysavers_however_the_thread_changed():
+def test_the_newest_checkpoint_is_inmemorysavers_after_puts_deletes_and_a_removal():
     """``get_tuple`` without a checkpoint id answers the greatest id, as ``InMemorySaver``'s ``max``
     over every checkpoint does, though SharedSaver remembers it from ``put``: ids put out of order,
-    a thread deleted and started again, a checkpoint removed from storage directly."""
+    a thread deleted and started again, the newest checkpoint removed from storage directly. (A
+    direct edit of storage that keeps the count and the remembered id is not seen: the saver's
+    methods are the way in.)"""
     from langgraph.checkpoint.base import empty_checkpoint
 
     def put(saver, cid: str, parent: str | None = None):
