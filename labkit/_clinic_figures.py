@@ -15,14 +15,8 @@ from __future__ import annotations
 import plotly.graph_objects as go
 
 from labkit import caching, plots, prompts, scenario
-from labkit.diagnose import LABELS, Case
+from labkit.diagnose import FIXES, LABELS, Case
 
-FIXES = {"hard_overflow": "offload big results", "no_profile": "a trigger in tokens",
-         "goal_lost": "a todo list", "needle_lost": "a summary that archives what it folds",
-         "cost_blowup": "offload big results", "tool_tax": "only the tools the task needs",
-         "cache_thrash": "a system prompt that stays the same",
-         "orphan": "a cut that keeps tool calls with their results",
-         "raw_dump": "subagents that reply with a short report"}
 _FAIL, _FIX = "#EF553B", "#00CC96"
 
 

@@ -1,17 +1,14 @@
 """How far a list still holds the very objects of an earlier one, found at C speed: what lets a
 middleware work only on what is new in a call (an agent's request mostly grows by a few messages).
 
-Used by: labkit.trace (``RunningMeasure``), labkit.caching (``PrefixCache``), labkit.offload and
-labkit.summarize (their per-call views). A message counts as carried over when it is the same
-object and its ``content``, ``tool_calls`` and ``additional_kwargs`` fields still hold what they
-held: a field reassigned to a different value makes the message new again (reassigned to an equal
-value it is counted, shown and stored the same, so it stays carried over). A change made inside a
-field's value — a key set in the very ``additional_kwargs`` dict, an argument in the very tool call —
-is not seen: messages are values, and langchain's middleware replaces them (``model_copy``).
-
-The check looks at every message of the list on every call — a field can be replaced in place at
-any time, and only a look sees it — but at C speed, in as few passes as it can: the objects, the
-contents and the extras of every message, the tool calls of the messages that have them.
+Used by: labkit.trace (``RunningMeasure``: the Recorder's and Summarize's sizes), labkit.caching
+(``PrefixCache``), labkit.offload (its per-call view). A message is carried over while it is the
+same object and its ``content``, ``tool_calls`` and ``additional_kwargs`` fields hold what they held:
+reassigned to a different value, a field makes it new (to an equal value, it stays carried). A change
+inside a field's value (a key set in the very dict) is not seen: langchain's middleware replaces a
+message (``model_copy``). The look covers every message on every call, since only a look sees a
+field reassigned in place, at C speed: the objects, the contents and extras of every message, the
+tool calls of those that have them.
 """
 
 from __future__ import annotations

@@ -110,8 +110,9 @@ def symptoms():
 
 
 def test_each_figure_names_its_symptom_and_the_fix(symptoms):
-    from labkit._clinic_figures import FIXES
+    from labkit.diagnose import FIXES
 
+    assert set(FIXES) == set(diagnose.LABELS) == set(diagnose.MODES), "every mode named and its fix"
     for mode, fig in symptoms.items():
         title = fig.layout.title.text
         assert title.startswith(diagnose.LABELS[mode]) and title.endswith(f"the fix: {FIXES[mode]}"), title

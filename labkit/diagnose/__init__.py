@@ -21,7 +21,7 @@ from typing import Any
 from labkit import scenario
 from labkit.diagnose.findings import Finding, detect, report
 from labkit.diagnose.limits import WHEN_NOT, When, when_not
-from labkit.diagnose.recipes import LABELS, MODES, NaiveCut, recipe, run_recipe
+from labkit.diagnose.recipes import FIXES, LABELS, MODES, NaiveCut, recipe, run_recipe
 from labkit.diagnose.rows import ROWS, Knob, Row, Text, row, table
 from labkit.tables import Table
 
@@ -30,6 +30,7 @@ __all__ = [
     "CACHE_READ_SHARE",
     "COST_GROWTH",
     "COST_MIN_TOKENS",
+    "FIXES",
     "LABELS",
     "MODES",
     "RAW_REPLY_TOKENS",

@@ -158,6 +158,14 @@ LABELS = {"hard_overflow": "hard overflow", "no_profile": "no profile", "goal_lo
           "cache_thrash": "cache thrash",
           "orphan": "orphan tool message", "raw_dump": "raw subagent dump"}
 """Each mode in words, as the clinic's buttons show it (notebook 16)."""
+FIXES = {"hard_overflow": "offload big results", "no_profile": "a trigger in tokens",
+         "goal_lost": "a todo list", "needle_lost": "a summary that archives what it folds",
+         "cost_blowup": "offload big results", "tool_tax": "only the tools the task needs",
+         "cache_thrash": "a system prompt that stays the same",
+         "orphan": "a cut that keeps tool calls with their results",
+         "raw_dump": "subagents that reply with a short report"}
+"""The remedy each mode's recipe applies with ``fixed=True``, in words, as the clinic's figure
+titles name it (notebook 16)."""
 
 
 def _recipe(mode: str) -> Callable[[bool], tuple]:
