@@ -89,6 +89,16 @@ class _Flat(list):
         return list(self)
 
 
+def off_scale(y: float, peak: float) -> bool:
+    """Is a reference line at ``y`` more than ``FAR`` times the data's ``peak`` (named, not drawn)?"""
+    return bool(peak) and y > FAR * peak
+
+
+def off_scale_text(label: str, y: float, peak: float) -> str:
+    """What a figure says at its top for a reference line :func:`off_scale` keeps off it."""
+    return f"↑ {label}: {y / peak:.1f}× this run's peak, off the scale"
+
+
 def _figure(traces: list[dict], title: str, ytitle: str, lines: Sequence[dict] = ()) -> go.Figure:
     """A figure built from plain specs without plotly's per-property validation.
 
@@ -100,7 +110,7 @@ def _figure(traces: list[dict], title: str, ytitle: str, lines: Sequence[dict] =
     into the bottom of the plot, so it is named at the top, with how far above the peak it lies.
     """
     peak = max((y for t in traces for y in t.get("y") or () if isinstance(y, (int, float))), default=0)
-    near = [ln for ln in lines if not peak or ln["y"] <= FAR * peak]
+    near = [ln for ln in lines if not off_scale(ln["y"], peak)]
     shapes = [{"type": "line", "xref": "x domain", "x0": 0, "x1": 1, "yref": "y", "y0": ln["y"],
                "y1": ln["y"], "line": {"color": ln["color"], "width": ln.get("width", 2),
                                         **({"dash": ln["dash"]} if ln.get("dash") else {})}}
@@ -108,7 +118,7 @@ def _figure(traces: list[dict], title: str, ytitle: str, lines: Sequence[dict] =
     notes = [{"text": ln["label"], "xref": "x domain", "x": 0, "yref": "y", "y": ln["y"],
               "showarrow": False, "xanchor": "left", "yanchor": "top" if ln.get("below") else "bottom"}
              for ln in near]
-    notes += [{"text": f"↑ {ln['label']}: {ln['y'] / peak:.1f}× this run's peak, off the scale",
+    notes += [{"text": off_scale_text(ln["label"], ln["y"], peak),
                "xref": "x domain", "x": 1, "yref": "y domain", "y": 1, "yshift": 18 * i,
                "showarrow": False, "xanchor": "right", "yanchor": "bottom", "font": {"color": ln["color"]}}
               for i, ln in enumerate(ln for ln in lines if ln not in near)]

@@ -23,7 +23,7 @@ import plotly.graph_objects as go
 from langchain.agents.middleware import AgentMiddleware
 from plotly.subplots import make_subplots
 
-from labkit import scenario
+from labkit import plots, scenario
 from labkit.caching import RULES, cached_tokens
 from labkit.diagnose import diagnose
 from labkit.errors import kind
@@ -118,15 +118,22 @@ class Outcome:
             fig.add_scatter(x=[r.number for r in sent], y=list(itertools.accumulate(r.tokens for r in sent)),
                             mode="lines", name=f"{name}: sent in all", line={"dash": dash, "color": colour},
                             legendgroup=name, row=1, col=2)
-        if window:
-            fig.add_hline(y=window, line={"dash": "dash", "color": "grey"}, annotation_text="window",
-                          row=1, col=1)
         for r in (r for r in self.requests if r.outcome == "not sent"):
             fig.add_annotation(x=r.number, y=r.tokens, text="not sent: over the budget", showarrow=True,
                                arrowhead=0, ay=-30, row=1, col=1)
-        if self.budget:
-            fig.add_hline(y=self.budget, line={"dash": "dash", "color": "black"},
-                          annotation_text=f"budget {self.budget:,}", row=1, col=2)
+        peaks = [max((y for t in fig.data if t.xaxis == axis for y in t.y), default=0)
+                 for axis in ("x", "x2")]  # each side's data
+        for col, y, label, colour in ((1, window, "window", "grey"), (2, self.budget, "budget", "black")):
+            if not y:
+                continue
+            label = f"{label} {y:,}" if col == 2 else label
+            if plots.off_scale(y, peaks[col - 1]):  # drawn to scale it would squash the runs flat
+                fig.add_annotation(text=plots.off_scale_text(label, y, peaks[col - 1]), xref="x domain",
+                                   x=0.02, yref="y domain", y=1, showarrow=False, xanchor="left",
+                                   yanchor="top", font={"color": colour}, row=1, col=col)  # under its title
+            else:
+                fig.add_hline(y=y, line={"dash": "dash", "color": colour}, annotation_text=label,
+                              row=1, col=col)
         fig.update_xaxes(title_text="request", rangemode="tozero")
         fig.update_yaxes(rangemode="tozero")
         fig.update_layout(title=self.experiment, template="plotly_white", height=420,

@@ -3,6 +3,8 @@ nothing above the budget, both runs side by side, checks that do not depend on t
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from langchain_core.messages import AIMessage
 
@@ -119,3 +121,24 @@ def test_the_first_cell_names_the_active_model(no_model, openai_server):
     assert active() == ("On your model: the last section runs on openai:fake-model at "
                         f"{openai_server.base_url}, window 32,000 (LABKIT_WINDOW); "
                         "the other cells on the lab model.")
+
+
+@pytest.mark.parametrize("cap", ["far", "near"])
+def test_the_budget_and_the_window_are_drawn_to_scale_or_named_at_the_top(no_model, cap):
+    """A reference line more than ``plots.FAR`` times a side's data would squash the runs into the
+    bottom of the plot: named at the top with how far it lies (as the lessons' figures do), else
+    drawn where it is."""
+    from labkit import plots
+
+    probe = on_your_model(EXPERIMENT, model=scripted(), out=lambda line: None)
+    no_model.setenv("LABKIT_BUDGET_TOKENS", "1_000_000" if cap == "far" else str(2 * probe.estimate))
+    outcome = on_your_model(EXPERIMENT, model=scripted(), out=lambda line: None)
+    fig = outcome.figure(window=1_000_000 if cap == "far" else 16_000)
+    drawn = sorted(shape.y0 for shape in fig.layout.shapes)
+    named = [a.text for a in fig.layout.annotations if "off the scale" in a.text]
+    if cap == "far":
+        assert drawn == [] and len(named) == 2, (drawn, named)
+        times = re.match(r"↑ budget 1,000,000: ([\d.]+)× this run's peak", named[1])
+        assert times and float(times[1]) > plots.FAR, named
+    else:
+        assert drawn == [16_000, outcome.budget] and named == [], (drawn, named)
