@@ -361,11 +361,16 @@ def _open_and_run_a_cell(host: str, token: str, name: str) -> None:
                        "version": "5.3", "date": ""}, "parent_header": {}, "metadata": {}, "channel": "shell",
             "content": {"code": "print(6 * 7)", "silent": False, "store_history": False,
                         "user_expressions": {}, "allow_stdin": False, "stop_on_error": True}}))
+        printed = []  # the kernel may send what a cell prints in several stream messages
         while True:
             reply = json.loads(await asyncio.wait_for(socket.read_message(), 60))
-            if reply["parent_header"].get("msg_id") == msg_id and reply["msg_type"] == "stream":
-                socket.close()
-                return reply["content"]["text"]
+            if reply["parent_header"].get("msg_id") != msg_id:
+                continue
+            if reply["msg_type"] == "stream":
+                printed.append(reply["content"]["text"])
+            elif reply["msg_type"] == "status" and reply["content"]["execution_state"] == "idle":
+                socket.close()  # the cell is done: everything it printed has been sent
+                return "".join(printed)
 
     assert asyncio.run(run_a_cell()) == "42\n", "the kernel ran the cell"
     call(f"/api/kernels/{kernel}", "DELETE")
