@@ -87,12 +87,10 @@ class Carried:
             return 0
         head, j = messages[:k], bisect_left(self.at, k)
         calling = self.calling[:j]  # the very objects: their fields tell which have tool calls
-        unedited = (_equal(list(map(_CONTENT, head)), self.contents[:k])
-                    and _equal(list(map(_EXTRA, head)), self.extras[:k])
-                    and _equal(list(map(_CALLS, calling)), self.calls[:j]))
-        if unedited:
+        now = list(map(_CONTENT, head)), list(map(_EXTRA, head)), list(map(_CALLS, calling))
+        was = self.contents[:k], self.extras[:k], self.calls[:j]
+        if all(map(_equal, now, was)):
             return k  # the common case, one comparison of each field's list (equal values pass)
-        k = _equal_head(map(_CONTENT, head), self.contents, k)
-        k = _equal_head(map(_EXTRA, head), self.extras, k)
-        edited = _equal_head(map(_CALLS, calling), self.calls, j)
-        return min(k, self.at[edited]) if edited < j else k
+        edited = _equal_head(now[2], was[2], j)  # an AI message's tool calls, by its place
+        return min(_equal_head(now[0], was[0], k), _equal_head(now[1], was[1], k),
+                   self.at[edited] if edited < j else k)

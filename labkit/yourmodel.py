@@ -123,10 +123,9 @@ class Outcome:
                                arrowhead=0, ay=-30, row=1, col=1)
         peaks = [max((y for t in fig.data if t.xaxis == axis for y in t.y), default=0)
                  for axis in ("x", "x2")]  # each side's data
-        for col, y, label, colour in ((1, window, "window", "grey"), (2, self.budget, "budget", "black")):
-            if not y:
-                continue
-            label = f"{label} {y:,}" if col == 2 else label
+        lines = [(1, window, "window", "grey")] if window else []
+        lines += [(2, self.budget, f"budget {self.budget:,}", "black")] if self.budget else []
+        for col, y, label, colour in lines:
             if plots.off_scale(y, peaks[col - 1]):  # drawn to scale it would squash the runs flat
                 fig.add_annotation(text=plots.off_scale_text(label, y, peaks[col - 1]), xref="x domain",
                                    x=0.02, yref="y domain", y=1, showarrow=False, xanchor="left",

@@ -36,6 +36,7 @@ import shutil
 import sys
 import tempfile
 import time
+from contextlib import contextmanager
 from html import escape
 from pathlib import Path
 
@@ -154,8 +155,11 @@ class _ThisPython(KernelSpecManager):
                                       **ipykernel.kernelspec.get_kernel_dict())
 
 
-def execute(nb, cwd: Path, timeout: int = 300):
-    """Run ``nb`` in memory, in a fresh kernel of this environment started in ``cwd``."""
+@contextmanager
+def fresh_kernel():
+    """``(km, env)``: a kernel manager for a fresh kernel of this environment, not yet started
+    (start it with ``env``), shut down when the block ends; the course's state and progress files
+    go to a temp folder, not the learner's."""
     env = {k: v for k, v in os.environ.items() if k not in UNSET}
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
     with tempfile.TemporaryDirectory(prefix="labkit-book-") as sockets:
@@ -164,11 +168,16 @@ def execute(nb, cwd: Path, timeout: int = 300):
         km = KernelManager(kernel_name="python3", kernel_spec_manager=_ThisPython(), transport="ipc",
                            ip=str(Path(sockets) / "kernel"))
         try:
-            NotebookClient(nb, km=km, timeout=timeout,
-                           resources={"metadata": {"path": str(cwd)}}).execute(env=env)
-        finally:  # a kernel manager passed in is the caller's to shut down
+            yield km, env
+        finally:  # a kernel manager passed to nbclient is the caller's to shut down
             if km.has_kernel:
                 km.shutdown_kernel()
+
+
+def execute(nb, cwd: Path, timeout: int = 300):
+    """Run ``nb`` in memory, in a fresh kernel of this environment started in ``cwd``."""
+    with fresh_kernel() as (km, env):
+        NotebookClient(nb, km=km, timeout=timeout, resources={"metadata": {"path": str(cwd)}}).execute(env=env)
     return nb
 
 

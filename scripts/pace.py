@@ -51,6 +51,13 @@ TIME_LINE = re.compile(r"^Time: [^\n]*?\(by the rule in the README\)\.")  # what
 BEGIN, END = "<!-- pace: begin (scripts/pace.py --write) -->", "<!-- pace: end -->"
 
 
+def heading(cell) -> str | None:
+    """The first ``## `` heading of a markdown cell (the section it starts), else ``None``."""
+    if cell.cell_type != "markdown":
+        return None
+    return next((line for line in cell.source.splitlines() if line.startswith("## ")), None)
+
+
 def is_deep_dive(heading: str) -> bool:
     """Whether a ``## `` heading starts a deep dive rather than a section of the core path."""
     return heading.rstrip().endswith("(deep dive)") or heading.startswith("## On your model")
@@ -125,10 +132,8 @@ def minutes(path: Path) -> dict[str, int]:
     core = deep = 0.0
     in_deep = False
     for cell in nb.cells:
-        if cell.cell_type == "markdown":
-            headings = [line for line in cell.source.splitlines() if line.startswith("## ")]
-            if headings:
-                in_deep = is_deep_dive(headings[0])
+        if (head := heading(cell)) is not None:
+            in_deep = is_deep_dive(head)
         cost = cell_minutes(cell, kept.get(cell.id))
         if in_deep:
             deep += cost

@@ -4,8 +4,8 @@ The guide's two-hour table (notebooks/INSTRUCTORS.md) lists items — a notebook
 its ``## `` sections — with minutes by the reading rule. This runs the cut as the guide tells a
 presenter to: each notebook in a fresh kernel of this environment, item by item in the table's
 order, the cells of every section left out before an item run first (*Run All Above Selected
-Cell*), then the item's own cells one by one; and it prints, per item, the wall time the room
-waits for the cells (and the kernel's CPU), beside the item's minutes. The lab model answers, as
+Cell*), then the item's own cells one by one; and it prints, per item, the wall time the
+presenter waits for the cells (and the kernel's CPU), beside the item's minutes. The lab model answers, as
 in the room; a browser's drawing is left out (the figures are sent, not drawn), and so is
 everything a presenter does but wait: talking, questions, typing.
 
@@ -17,16 +17,15 @@ from __future__ import annotations
 import os
 import re
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 import nbformat
-from jupyter_client.manager import KernelManager
 from nbclient import NotebookClient
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import guide_numbers  # noqa: E402  (a sibling script: the guide and its notebooks)
+import guide_numbers  # noqa: E402  (sibling scripts: the guide and its notebooks, the sections)
+import pace  # noqa: E402
 
 CPU = "import time as _t\nprint(_t.process_time())"
 
@@ -51,10 +50,8 @@ def sections(nb) -> list[tuple[str, list[int]]]:
     """The notebook's sections in order: (heading text or 'opening', indices of its code cells)."""
     out: list[tuple[str, list[int]]] = [("opening", [])]
     for i, cell in enumerate(nb.cells):
-        heads = [line for line in cell.source.splitlines() if line.startswith("## ")] \
-            if cell.cell_type == "markdown" else []
-        if heads:
-            out.append((heads[0][3:].strip(), []))
+        if (head := pace.heading(cell)) is not None:
+            out.append((head[3:].strip(), []))
         if cell.cell_type == "code":
             out[-1][1].append(i)
     return out
@@ -70,23 +67,14 @@ def kernel_cpu(client: NotebookClient) -> float:
 def rehearse(stem: str, items: list[tuple[str, int]]) -> list[tuple[str, int, float, float, int]]:
     """Run ``items`` (item, minutes) of one notebook in order, in a fresh kernel: (item, minutes,
     wall s, kernel CPU s, cells run) each, the cells of sections left out before it counted with it."""
-    import book  # the kernel the book runs notebooks in (nbconvert and plotly: not for the tests)
+    import book  # a kernel as the book runs notebooks in (it imports nbconvert and plotly: not here)
 
     path = guide_numbers.notebook(stem)
     nb = nbformat.read(path, as_version=4)
-    env = {k: v for k, v in os.environ.items() if k not in book.UNSET}
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(book.ROOT), env.get("PYTHONPATH")]))
-    with tempfile.TemporaryDirectory(prefix="labkit-rehearse-") as tmp:
-        env["LABKIT_STATE"], env["LABKIT_PROGRESS"] = f"{tmp}/state", f"{tmp}/progress.jsonl"
-        km = KernelManager(kernel_name="python3", kernel_spec_manager=book._ThisPython(), transport="ipc",
-                           ip=f"{tmp}/kernel")
+    with book.fresh_kernel() as (km, env):
         client = NotebookClient(nb, km=km, timeout=600, resources={"metadata": {"path": str(path.parent)}})
-        try:
-            with client.setup_kernel(env=env):
-                return _run(client, nb, f"{stem} ({path.name})", items)
-        finally:  # a kernel manager passed in is the caller's to shut down
-            if km.has_kernel:
-                km.shutdown_kernel()
+        with client.setup_kernel(env=env):
+            return _run(client, nb, f"{stem} ({path.name})", items)
 
 
 def _run(client: NotebookClient, nb, name: str, items: list[tuple[str, int]]) -> list:

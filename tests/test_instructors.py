@@ -18,6 +18,7 @@ from tests.conftest import script
 ROOT = Path(__file__).resolve().parents[1]
 guide_numbers = script("guide_numbers")
 pace = script("pace")
+rehearse = script("rehearse")
 GUIDE = guide_numbers.GUIDE.read_text(encoding="utf-8")
 ROWS = guide_numbers.listed(GUIDE)
 KEPT = guide_numbers.stored()
@@ -93,22 +94,16 @@ def _sections(stem: str) -> dict[str, tuple[bool, float]]:
     nb, kept = nbformat.read(path, as_version=4), pace.measured(path.stem)
     out, at = {"opening": [False, 0.0]}, "opening"
     for cell in nb.cells:
-        heads = [line for line in cell.source.splitlines() if line.startswith("## ")] \
-            if cell.cell_type == "markdown" else []
-        if heads:
-            at = heads[0][3:].strip()
-            out[at] = [pace.is_deep_dive(heads[0]), 0.0]
+        if (head := pace.heading(cell)) is not None:
+            at = head[3:].strip()
+            out[at] = [pace.is_deep_dive(head), 0.0]
         out[at][1] += pace.cell_minutes(cell, kept.get(cell.id))
     return {k: (deep, m) for k, (deep, m) in out.items()}
 
 
 def _section(item: str) -> str:
     """The table's item (``01 §3 A run that fits: …``) as the key of :func:`_sections`."""
-    rest = item[3:]
-    if rest.startswith("opening"):
-        return "opening"
-    m = re.match(r"§(\d+) (.+)", rest)
-    return f"{m[1]}. {m[2]}" if m else rest
+    return rehearse.section_key(item[3:])
 
 
 def test_the_two_hour_cut_is_core_sections_of_01_04_07_16_and_fits_120_minutes_by_the_rule():
@@ -184,10 +179,35 @@ def test_the_longer_cuts_are_core_sections_timed_by_the_rule(heading):
 def test_the_rehearsal_script_finds_every_item_of_the_two_hour_cut_in_order():
     """scripts/rehearse.py runs the two-hour cut item by item: each of its items is a section of
     its notebook, in the notebook's order (it refuses otherwise)."""
-    rehearse = script("rehearse")
     items = rehearse.two_hour_items(GUIDE)
     assert [nb for nb, _, _ in items] == [nb for nb, _, _ in _two_hour_rows() if nb]
     for stem in {nb for nb, _, _ in items}:
         names = [name for name, _ in rehearse.sections(nbformat.read(guide_numbers.notebook(stem), 4))]
         at = [names.index(rehearse.section_key(item)) for nb, item, _ in items if nb == stem]
         assert at == sorted(set(at)), f"notebook {stem}: items out of order or twice"
+
+
+def test_the_rehearsal_runs_a_left_out_sections_cells_with_the_next_item_that_runs_a_cell():
+    """As the guide says to present a cut: a section left out still runs (Run All Above), with the
+    next item that has a cell; an item of prose alone runs nothing."""
+    nb = nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_markdown_cell("# Title"), nbformat.v4.new_code_cell("a = 1"),
+        nbformat.v4.new_markdown_cell("## 1. Shown"), nbformat.v4.new_code_cell("b = a"),
+        nbformat.v4.new_markdown_cell("## 2. Left out"), nbformat.v4.new_code_cell("c = b"),
+        nbformat.v4.new_markdown_cell("## 3. Prose"),
+        nbformat.v4.new_markdown_cell("## 4. Shown again"), nbformat.v4.new_code_cell("d = c")])
+
+    class Kernel:  # records what runs; answers the script's own CPU cell
+        ran: list[int] = []
+
+        def execute_cell(self, cell, index):
+            if cell.source == rehearse.CPU:
+                cell.outputs = [{"text": "0.0\n"}]
+            else:
+                self.ran.append(index)
+
+    kernel = Kernel()
+    out = rehearse._run(kernel, nb, "test", [("opening", 1), ("§1 Shown", 1), ("§3 Prose", 1),
+                                             ("§4 Shown again", 1)])
+    assert [cells for *_, cells in out] == [1, 1, 0, 2], out
+    assert kernel.ran == [1, 3, 5, 8], "§2's cell ran with §4, in order"
