@@ -28,7 +28,7 @@ from langchain_core.messages import BaseMessage
 
 from labkit.caching import PrefixCache
 from labkit.errors import explain, is_overflow, kind, provider_message, retry_after, retryable, status_of
-from labkit.tokens import TOKENS_PER_MESSAGE, TokenCounter
+from labkit.tokens import TokenCounter
 
 __all__ = ["BudgetExceeded", "Meter", "Sent"]
 
@@ -96,7 +96,7 @@ class Meter:
         self.wait, self.max_wait, self.sleep = wait, max_wait, sleep
         self.requests: list[Sent] = []
         self.stopped: str | None = None  # the line that said why the run stopped at the cap
-        self.counter = TokenCounter()
+        self.counter = TokenCounter(non_text="count")
         self._lock = threading.Lock()
         self._out_lock = threading.Lock()  # children run in parallel: one whole line at a time
         self._parent: list[str | None] = []  # the agent name of the first request: the parent's
@@ -130,11 +130,7 @@ class Meter:
         tools, extras = kwargs.get("tools") or [], [_schema_text(kwargs[k]) for k in _EXTRAS if kwargs.get(k)]
         tokens = sum(self.counter.tool(t) for t in tools) + sum(map(self.counter.text, extras))
         out: list[tuple[Any, int]] = [("|".join([*map(_schema_text, tools), *extras]), tokens)]
-        for m in messages:
-            try:
-                out.append((m, self.counter.message(m)))
-            except ValueError:
-                out.append((m, self.counter.text(str(m.content)) + TOKENS_PER_MESSAGE))
+        out += ((m, self.counter.message(m)) for m in messages)  # an image: its data's BPE
         return out
 
     # -- the metered model -------------------------------------------------------------------

@@ -217,7 +217,7 @@ class OffloadMiddleware(AgentMiddleware):
         self.head_lines, self.tail_lines = head_lines, tail_lines
         self.backend = StateBackend() if backend is None else backend
         self.state_schema = FilesystemState
-        self.counter = TokenCounter()
+        self.counter = TokenCounter(non_text="count")
         self._measure = RunningMeasure(self.counter)  # the request, call after call
         self.evicted: list[str] = []  # paths written, in order (for the lessons)
         self.weighed: list[int] = []  # every result's tokens, as compared with tool_limit, in order

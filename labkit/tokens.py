@@ -78,42 +78,89 @@ def encoding(name: str = DEFAULT_ENCODING):
     return _encodings[name]
 
 
+_MEDIA = frozenset({"image", "image_url", "input_image", "audio", "input_audio", "video", "file"})
+_IN_TOOL_CALLS = frozenset({"tool_use", "tool_call", "tool_call_chunk", "invalid_tool_call", "function_call"})
+
+
 def message_text(message: BaseMessage, *, text_only: bool = False) -> str:
     """The text a message puts in the context: its text and reasoning blocks, joined by newlines,
     plus the name and JSON arguments of each tool call. Notebook 06 (every count of notebook 02
     goes through it).
 
-    A block the lab cannot count honestly (an image, a file) raises ``ValueError`` naming its type.
-    ``text_only=True`` gives what the message *says* instead: its text blocks alone (no reasoning,
-    no tool-call arguments), any other block skipped — what offloading stores, what a score reads.
+    A provider's own blocks — OpenAI's Responses API ``reasoning`` summaries and ``function_call``
+    items (``create_deep_agent`` uses that API for ``openai:`` models), Anthropic's server tools —
+    are read through langchain's translation to its standard blocks (``message.content_blocks``):
+    a server tool's call and result count as their JSON, a block langchain keeps as
+    ``non_standard`` as the JSON of its value. A block the lab cannot count honestly (an image,
+    audio, a file) raises ``ValueError`` naming its type. ``text_only=True`` gives what the message
+    *says* instead: its text blocks alone (no reasoning, no tool-call arguments), any other block
+    skipped — what offloading stores, what a score reads.
     """
     content = message.content
     if isinstance(content, str):
         parts = [content]
     elif isinstance(content, list):
-        parts = []
-        for i, block in enumerate(content):
-            kind = block.get("type") if isinstance(block, dict) else None
-            if isinstance(block, str):
-                parts.append(block)
-            elif kind in ("text", "text-plain"):
-                parts.append(str(block.get("text", "")))
-            elif text_only or kind in ("tool_use", "tool_call"):
-                continue  # a tool call is also in message.tool_calls, counted below
-            elif kind in ("reasoning", "thinking"):
-                parts.append(str(block.get("reasoning") or block.get("thinking") or ""))
-            else:
-                kind = kind if isinstance(block, dict) else type(block).__name__
-                raise ValueError(
-                    f"{message.type} message has a content block of type {kind!r} at index {i}; "
-                    "labkit counts text only (convert images and files to text or a file path)"
-                )
+        parts = _block_texts(message, content, text_only)
     else:
         raise ValueError(f"{message.type} message content must be str or list, not {type(content).__name__}")
     calls = [] if text_only else tool_calls_of(message) or []
     for call in calls:
         parts.append(call["name"] + json.dumps(call.get("args", {}), ensure_ascii=False, sort_keys=True))
     return "\n".join(p for p in parts if p)
+
+
+def _media_error(message: BaseMessage, kind: str, where: str) -> ValueError:
+    return ValueError(f"{message.type} message has a content block of type {kind!r} at {where}; "
+                      "labkit counts text only (convert images and files to text or a file path)")
+
+
+def _block_texts(message: BaseMessage, content: list, text_only: bool) -> list[str]:
+    """The texts of a list of content blocks (see :func:`message_text`)."""
+    parts: list[str] = []
+    for i, block in enumerate(content):
+        kind = block.get("type") if isinstance(block, dict) else None
+        if isinstance(block, str):
+            parts.append(block)
+        elif kind in ("text", "text-plain"):
+            parts.append(str(block.get("text", "")))
+        elif text_only or kind in _IN_TOOL_CALLS:
+            continue  # a tool call is also in message.tool_calls, counted there
+        elif kind in ("reasoning", "thinking") and ("reasoning" in block or "thinking" in block):
+            parts.append(str(block.get("reasoning") or block.get("thinking") or ""))
+        elif not isinstance(block, dict):
+            raise _media_error(message, type(block).__name__, f"index {i}")
+        elif kind in _MEDIA:
+            raise _media_error(message, kind, f"index {i}")
+        else:  # a provider's own block: langchain's translation says what it is
+            return _standard_texts(message, kind, i)
+    return parts
+
+
+def _standard_texts(message: BaseMessage, kind: Any, i: int) -> list[str]:
+    """The texts of ``message.content_blocks``, langchain's standard blocks."""
+    try:
+        blocks = message.content_blocks
+    except Exception as exc:  # noqa: BLE001 - a translator may refuse a block it does not know
+        raise _media_error(message, kind, f"index {i}") from exc
+    parts: list[str] = []
+    dumps = functools.partial(json.dumps, ensure_ascii=False, sort_keys=True, default=str)
+    for j, block in enumerate(blocks):
+        kind = block.get("type")
+        if kind in ("text", "text-plain"):
+            parts.append(str(block.get("text", "")))
+        elif kind == "reasoning":
+            parts.append(str(block.get("reasoning") or ""))
+        elif kind in _IN_TOOL_CALLS:
+            continue
+        elif kind == "server_tool_call":
+            parts.append(str(block.get("name", "")) + dumps(block.get("args", {})))
+        elif kind == "server_tool_result":
+            parts.append(dumps(block["output"]) if "output" in block else "")
+        elif kind == "non_standard":
+            parts.append(dumps(block.get("value")))
+        else:
+            raise _media_error(message, kind, f"content_blocks index {j}")
+    return parts
 
 
 def _schema_json(tool: Any) -> str:
@@ -132,14 +179,22 @@ class TokenCounter:
     is counted afresh. ``misses`` counts the messages this counter had not counted before (their
     text is encoded once per process, whichever counter asks first: ``labkit._token_cache``).
 
+    ``non_text="count"`` counts a message :func:`message_text` refuses (an image, a file) as the
+    BPE of its whole content, data included — more than a provider bills, never less — where the
+    default raises: the instruments (``Recorder``, ``Meter``) and the middleware use it, so an
+    agent that sends an image still runs and its caps still hold; the lab model's own count raises.
+
     Example:
         >>> counter = TokenCounter()
         >>> counter.text("hello world")
         2
     """
 
-    def __init__(self, encoding_name: str = DEFAULT_ENCODING) -> None:
+    def __init__(self, encoding_name: str = DEFAULT_ENCODING, non_text: str = "raise") -> None:
+        if non_text not in ("raise", "count"):
+            raise ValueError(f"TokenCounter: non_text must be 'raise' or 'count', not {non_text!r}")
         self.encoding_name = encoding_name
+        self.non_text = non_text
         self._cache: dict[tuple[str, str], int] = {}  # (role, text) -> tokens
         self._same = _SAME_OBJECTS.setdefault(encoding_name, SameObjects())  # speed only, shared
         self.misses = 0
@@ -164,7 +219,17 @@ class TokenCounter:
                 self.misses += 1
                 self._cache[key] = n
             return n
-        key = (message.type, message_text(message))
+        try:
+            key = (message.type, message_text(message))
+        except ValueError:
+            if self.non_text == "raise" or not isinstance(message.content, list):
+                raise
+            key = (message.type, "\0" + str(message.content))  # not remembered by object: a
+            n = self._cache.get(key)  # counter that raises must still see it
+            if n is None:
+                self.misses += 1
+                n = self._cache[key] = self.text(key[1][1:]) + TOKENS_PER_MESSAGE
+            return n
         n = self._cache.get(key)
         if n is None:
             self.misses += 1

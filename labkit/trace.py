@@ -289,7 +289,7 @@ class Recorder(AgentMiddleware):
         self.keep_requests = keep_requests
         self.records: list[CallRecord] = []
         self.turns: list[str] = []
-        self.counter = TokenCounter()
+        self.counter = TokenCounter(non_text="count")
         self._seen = RunningMeasure(self.counter)  # the request, call after call
         self._stored = RunningMeasure(self.counter)  # state["messages"], call after call
         self.prefixes = PrefixCache()  # what a provider's prompt cache would hold (labkit.caching)

@@ -5,8 +5,8 @@
 (``labkit.summarize.archive``), asks the model for a four-part summary and records an
 ``Event`` in private state — ``state["messages"]`` is never touched; a ``ContextOverflowError``
 forces one more compaction and one retry; ``manual_tool=True`` adds ``compact_conversation``.
-What it leaves out: media in the folded range (deepagents uploads it; here non-text content is
-an error) and argument truncation (``labkit.offload``).
+What it leaves out: media in the folded range (deepagents uploads it; here it is an error, while
+media outside it is counted as its data) and argument truncation (``labkit.offload``).
 """
 
 from __future__ import annotations
@@ -124,7 +124,7 @@ class SummarizeMiddleware(AgentMiddleware):
         self.model, self.keep_figures, self.gate, self.clock = model, keep_figures, gate, clock
         self.backend = StateBackend() if backend is None else backend
         self.archive = archive
-        self.counter = TokenCounter()
+        self.counter = TokenCounter(non_text="count")
         self._measure = RunningMeasure(self.counter)  # the view, call after call
         self.tools = [self._manual_tool()] if manual_tool else []
 
