@@ -13,27 +13,19 @@ backend objects, and across processes for a ``FilesystemBackend`` (a lock on its
 
 from __future__ import annotations
 
-import contextlib
 import datetime as dt
 import hashlib
 import json
-import os
 import re
 import secrets
-import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from langchain_core.messages import BaseMessage, message_to_dict, messages_from_dict
-
-try:
-    import fcntl
-except ImportError:  # Windows: writes are serialized within a process only
-    fcntl = None
 from langgraph.config import get_config
 
+from labkit._file_lock import locked as _locked
 from labkit._paths import HISTORY_DIR
 from labkit.offload import safe_name
 from labkit.summarize.policy import message_key
@@ -215,62 +207,6 @@ def with_section(archive: str, section: str, text: str, fold: str | None = None,
 
 TAKEN = "taken"
 """:func:`write_section`'s answer when another fold holds the section id: draw a new conversation."""
-_LOCKS: dict[tuple, threading.Lock] = {}  # one per file: read, edit, write as one
-_LOCKS_GUARD = threading.Lock()
-
-
-def _file_of(backend: Any, path: str) -> tuple[tuple, Path | None]:
-    """What a write goes to, whatever object reaches it: a real file for a ``FilesystemBackend``
-    (however many backend objects point at its folder, through a ``CompositeBackend`` too), a
-    store's key, or else the backend."""
-    route = getattr(backend, "_get_backend_and_key", None)
-    if callable(route):  # deepagents' CompositeBackend: the backend the path is routed to
-        try:
-            inner, key = route(path)
-            return _file_of(inner, key)
-        except Exception:  # noqa: S110 - the write itself reports a path it refuses
-            pass
-    resolve = getattr(backend, "_resolve_path", None)
-    if callable(resolve):
-        try:
-            real = Path(os.path.realpath(resolve(path)))
-            return ("file", str(real)), real
-        except Exception:  # noqa: S110 - a path it refuses fails again at the write, with its error
-            pass
-    if hasattr(backend, "_store"):  # a StoreBackend: its store, or the graph's when it has none
-        try:
-            store = backend._get_store()
-        except Exception:
-            store = None
-        if store is not None:
-            return ("store", id(store), path), None
-    return ("backend", id(backend), path), None
-
-
-@contextlib.contextmanager
-def _locked(backend: Any, path: str):
-    key, real = _file_of(backend, path)
-    with _LOCKS_GUARD:
-        lock = _LOCKS.setdefault(key, threading.Lock())
-    with lock, _folder_lock(real):
-        yield
-
-
-@contextlib.contextmanager
-def _folder_lock(real: Path | None):
-    """Across processes: an exclusive ``flock`` on the archive's folder (without fcntl: none)."""
-    if real is None or fcntl is None:
-        yield
-        return
-    real.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(real.parent, os.O_RDONLY)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        yield
-    finally:
-        os.close(fd)  # closing releases the lock
-
-
 def write_section(backend: Any, path: str, section: str, text: str, fold: str | None = None,
                   restore: Callable[[set[str]], str] | None = None) -> Any:
     """Put ``text`` in the archive at ``path`` as section ``section``: ``None``, the error,

@@ -1,0 +1,80 @@
+"""One writer at a time per file, whatever object reaches it: what keeps a check-then-write whole.
+
+Used by: labkit.summarize.archive (a section's read, edit and write), labkit._offload_files (an
+offloaded file's "is this name free?" and its write). In this process, a lock per file — the real
+file behind a ``FilesystemBackend`` (however many backend objects point at its folder, through a
+``CompositeBackend`` too), a store's key, else the backend's; across processes, an exclusive
+``flock`` on a ``FilesystemBackend`` file's folder (without fcntl, on Windows: in-process only).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import threading
+from pathlib import Path
+from typing import Any
+
+try:
+    import fcntl
+except ImportError:  # Windows: writes are serialized within a process only
+    fcntl = None
+
+__all__ = ["locked"]
+
+_LOCKS: dict[tuple, threading.Lock] = {}  # one per file: read, edit, write as one
+_LOCKS_GUARD = threading.Lock()
+
+
+def _file_of(backend: Any, path: str) -> tuple[tuple, Path | None]:
+    """What a write goes to, whatever object reaches it: a real file for a ``FilesystemBackend``
+    (however many backend objects point at its folder, through a ``CompositeBackend`` too), a
+    store's key, or else the backend."""
+    route = getattr(backend, "_get_backend_and_key", None)
+    if callable(route):  # deepagents' CompositeBackend: the backend the path is routed to
+        try:
+            inner, key = route(path)
+            return _file_of(inner, key)
+        except Exception:  # noqa: S110 - the write itself reports a path it refuses
+            pass
+    resolve = getattr(backend, "_resolve_path", None)
+    if callable(resolve):
+        try:
+            real = Path(os.path.realpath(resolve(path)))
+            return ("file", str(real)), real
+        except Exception:  # noqa: S110 - a path it refuses fails again at the write, with its error
+            pass
+    if hasattr(backend, "_store"):  # a StoreBackend: its store, or the graph's when it has none
+        try:
+            store = backend._get_store()
+        except Exception:
+            store = None
+        if store is not None:
+            return ("store", id(store), path), None
+    return ("backend", id(backend), path), None
+
+
+@contextlib.contextmanager
+def locked(backend: Any, path: str):
+    key, real = _file_of(backend, path)
+    with _LOCKS_GUARD:
+        lock = _LOCKS.setdefault(key, threading.Lock())
+    with lock, _folder_lock(real):
+        yield
+
+
+@contextlib.contextmanager
+def _folder_lock(real: Path | None):
+    """Across processes: an exclusive ``flock`` on the archive's folder (without fcntl: none)."""
+    if real is None or fcntl is None:
+        yield
+        return
+    real.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(real.parent, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # closing releases the lock
+
+

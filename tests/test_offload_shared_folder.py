@@ -1,0 +1,62 @@
+"""Two runs offloading to one folder at the same moment — two requests of one server (threads), two
+workers of a pre-fork server (processes) — whose models reuse a tool-call id: each stub points at
+its own text. A slow disk (the name's check takes 50 ms) makes the race certain without the lock."""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import threading
+import time
+from types import SimpleNamespace
+
+from deepagents.backends import FilesystemBackend
+from langchain_core.messages import ToolMessage
+
+from labkit.offload import OFFLOADED, OffloadMiddleware
+
+
+class SlowDisk(FilesystemBackend):
+    def download_files(self, paths):
+        found = super().download_files(paths)
+        time.sleep(0.05)
+        return found
+
+
+def _offload(root: str, who: str, start) -> str:
+    """One run's tool result, offloaded under the id every run's model used: the stub's path."""
+    off = OffloadMiddleware(backend=SlowDisk(root_dir=root, virtual_mode=True), tool_limit=100)
+    start.wait(10)
+    out = off.wrap_tool_call(SimpleNamespace(tool_call={"name": "fetch", "id": "call_0"}),
+                             lambda r: ToolMessage(f"{who} export line\n" * 500, tool_call_id="call_0"))
+    return out.additional_kwargs[OFFLOADED]
+
+
+def _check(root, paths: dict[str, str]) -> None:
+    assert len(set(paths.values())) == 2, f"two files: {paths}"
+    for who, path in paths.items():
+        assert (root / path.lstrip("/")).read_text().startswith(f"{who} export"), f"{who}'s stub -> {path}"
+
+
+def test_two_threads_offloading_under_one_id_to_one_folder_keep_both(tmp_path):
+    start, paths = threading.Barrier(2), {}
+
+    def run(who):
+        paths[who] = _offload(str(tmp_path), who, start)
+    threads = [threading.Thread(target=run, args=(who,)) for who in ("alder", "birch")]
+    [t.start() for t in threads]
+    [t.join(30) for t in threads]
+    _check(tmp_path, paths)
+
+
+def _worker(root, who, start, queue):
+    queue.put((who, _offload(root, who, start)))
+
+
+def test_two_processes_offloading_under_one_id_to_one_folder_keep_both(tmp_path):
+    ctx = mp.get_context("fork")
+    start, queue = ctx.Barrier(2), ctx.Queue()
+    procs = [ctx.Process(target=_worker, args=(str(tmp_path), who, start, queue)) for who in ("alder", "birch")]
+    [p.start() for p in procs]
+    paths = dict(queue.get(timeout=60) for _ in procs)
+    [p.join(30) for p in procs]
+    _check(tmp_path, paths)
