@@ -6,9 +6,9 @@ message list again (memory grows with the square of a run's length: ~450 MB at 2
 and each load deserializes it again, so every message is a new object and every identity cache
 downstream misses. This one keeps every version too — ``get_state_history``, replay and forks
 answer as ``InMemorySaver``'s do — but as the objects the graph produced (nothing in langgraph
-changes a channel's value in place, and neither may a caller): a list that extends the one before
-it shares one list with it (a *spine*), each version reading its prefix. A delta channel's history
-(deepagents' ``files``) is answered from each checkpoint's answer, remembered.
+changes a channel's value in place; a caller is handed its own list or dict of them): a list that
+extends the one before shares one list with it (a *spine*), each version reading its prefix. A
+delta channel's history (deepagents' ``files``) is answered from each checkpoint's answer.
 """
 
 from __future__ import annotations
@@ -102,12 +102,14 @@ class SharedSaver(InMemorySaver):
         return spine
 
     def _value(self, blob: tuple) -> Any:
-        """A stored version's value: the object itself, a prefix of its spine, or deserialized."""
+        """A stored version's value: the object itself (a list, dict or set copied: a caller that
+        inserts or pops must not rewrite the thread), a copy of its spine's prefix, or deserialized."""
         if blob[0] == LIVE:
-            return blob[1]
+            value = blob[1]
+            return value.copy() if isinstance(value, (list, dict, set)) else value
         if blob[0] == PREFIX:
             spine, n = blob[1]
-            return spine.items if len(spine.items) == n else spine.items[:n]
+            return spine.items[:n]
         return self.serde.loads_typed(blob)
 
     def _load_blobs(self, thread_id: str, checkpoint_ns: str, versions) -> dict[str, Any]:

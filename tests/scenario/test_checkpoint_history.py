@@ -146,3 +146,19 @@ def test_the_newest_checkpoint_is_inmemorysavers_after_puts_deletes_and_a_remova
         assert newest(ours) == newest(theirs)
     assert newest(ours)[0] == "1f0-e"
     assert SharedSaver().get_tuple({"configurable": {"thread_id": "none", "checkpoint_ns": ""}}) is None
+
+
+def test_a_caller_that_edits_the_list_it_was_handed_does_not_rewrite_the_thread():
+    """An application hands the thread's messages to a grader with a system message put first, or
+    pops the last reply to retry it: the thread keeps what it had, as under InMemorySaver."""
+    graph = scenario.agent(LabModel())
+    cfg = {"configurable": {"thread_id": "t"}}
+    graph.invoke({"messages": [HumanMessage("hello")]}, cfg)
+    graph.invoke({"messages": [HumanMessage("again")]}, cfg)
+    kept = [m.text for m in graph.get_state(cfg).values["messages"]]
+    graph.get_state(cfg).values["messages"].insert(0, HumanMessage("You grade conversations."))
+    graph.get_state(cfg).values["messages"].pop()
+    older = list(graph.get_state_history(cfg))[1].values["messages"]
+    older.clear()
+    assert [m.text for m in graph.get_state(cfg).values["messages"]] == kept
+    assert [len(s.values.get("messages", [])) for s in graph.get_state_history(cfg)][:2] == [len(kept), len(kept) - 1]
