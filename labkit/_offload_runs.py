@@ -252,7 +252,7 @@ def walk(ref: Reference, tool_limit: int, export_scale: float, window: int = REF
     for mine, theirs in zip([*recorder.records, *done.before], [*ref.run.records] * 2):
         mine.thread, mine.agent, mine.scope = theirs.thread, theirs.agent, theirs.scope  # the graph's
     turns = len(recorder.turns) - (error is not None)
-    done.run = _as_run({"messages": out, "files": dict(backend.files)}, recorder, error, turns)
+    done.run = _as_run({"messages": out, "files": dict(backend.files)}, recorder.records, error, turns)
     done.weighed = tuple(offload.weighed) if offload is not None else ()
     return done
 
@@ -276,7 +276,7 @@ def cut(done: Walk, window: int) -> tuple[scenario.Run, tuple]:
     refused = replace(done.before[k], error=f"{type(error).__name__}: {error}", overflow=is_overflow(error))
     records = [copy.copy(r) for r in done.run.records[:k]] + [refused]
     run = _as_run({"messages": done.run.messages[:refused.messages_stored], "files": done.files[k]},
-                  SimpleNamespace(records=records), error, refused.turn)
+                  records, error, refused.turn)
     done.cuts[window] = run, done.weighed[:done.weighed_at[k]]
     return done.cuts[window]
 

@@ -137,8 +137,9 @@ def run(
 def capture(graph, turns: str | Iterable[str], recorder: Recorder | None = None, *,
             config: dict[str, Any] | None = None, files: dict[str, Any] | None = None) -> Run:
     """Drive a compiled agent through ``turns`` (one user message, or several) and keep what
-    happened as a :class:`Run` — the state it reached, ``recorder``'s records, and the error that
-    ended it, if one did. Notebook 16: bring your own agent, even one that fails.
+    happened as a :class:`Run` — the state it reached, ``recorder``'s records of it (a Recorder
+    used before keeps its other threads' records to itself), and the error that ended it, if one
+    did. Notebook 16: bring your own agent, even one that fails.
 
     ``graph`` is any agent ``create_agent`` / ``create_deep_agent`` built, with a
     ``labkit.Recorder`` last in its middleware (pass the same ``recorder`` here). It is read back
@@ -157,8 +158,10 @@ def capture(graph, turns: str | Iterable[str], recorder: Recorder | None = None,
     turns = [turns] if isinstance(turns, str) else turns  # read one at a time: evals.reminded
     config = {"recursion_limit": 200, **(config or {})}
     config["configurable"] = {"thread_id": "labkit", **config.get("configurable", {})}
-    if getattr(graph, "checkpointer", None) is None:
+    thread, start = str(config["configurable"]["thread_id"]), len(recorder.records)
+    if getattr(graph, "checkpointer", None) is None:  # a fresh thread: only this capture's records
         graph = graph.copy(update={"checkpointer": InMemorySaver()})
+        thread = None
     seed = _seed_files(files)
     error, done = None, 0
     for text in turns:
@@ -172,11 +175,14 @@ def capture(graph, turns: str | Iterable[str], recorder: Recorder | None = None,
         except Exception as e:  # the run ends; what happened is kept for the learner
             error = e
             break
-    return _as_run(dict(graph.get_state(config).values), recorder, error, done)
+    # a Recorder reused across captures: this capture's records, and earlier ones of this thread
+    # (its state holds all its turns)
+    records = [r for i, r in enumerate(recorder.records) if i >= start or (thread and r.thread == thread)]
+    return _as_run(dict(graph.get_state(config).values), records, error, done)
 
 
-def _as_run(state: dict[str, Any], recorder: Recorder, error: BaseException | None, done: int) -> Run:
+def _as_run(state: dict[str, Any], records: list, error: BaseException | None, done: int) -> Run:
     messages: list[BaseMessage] = list(state.get("messages", []))
     files = {path: _file_text(data) for path, data in (state.get("files") or {}).items()}
-    return Run(messages=messages, files=files, records=recorder.records, error=error,
+    return Run(messages=messages, files=files, records=records, error=error,
                turns_completed=done, state=dict(state))

@@ -21,7 +21,7 @@ def test_a_failed_run_without_a_checkpointer_keeps_its_state_records_and_error()
     run = scenario.capture(overflowing(recorder), scenario.REQUEST, recorder)
     assert type(run.error).__name__ == "ContextOverflowError" and run.turns_completed == 0
     assert [m.type for m in run.messages] == ["human", "ai", "tool"], "the state it had reached"
-    assert run.records is recorder.records and run.records[-1].error
+    assert run.records == recorder.records and run.records[-1].error
     found = {f.key: f for f in diagnose(run)}
     assert found["hard_overflow"].numbers["largest"] > 16_000, "the evidence is the real result"
 
@@ -77,3 +77,22 @@ def test_without_a_checkpointer_private_channels_carry_from_turn_to_turn():
     reference = scenario.run(LabModel(window=1_000_000), turns=scenario.TURNS[:2], middleware=[
         SummarizeMiddleware(model, trigger=("messages", 10), keep=("messages", 4))])
     assert len(events(captured)) >= 2 and events(captured) == events(reference)
+
+
+def test_one_recorder_across_captures_gives_each_run_its_own_records():
+    """A Recorder kept across captures: each thread's Run has that thread's records (replay and the
+    knobs read them against its messages), and a Run without a checkpointer only its own."""
+    recorder = Recorder()
+    agent = create_agent(LabModel(window=1_000_000), tools=scenario.tools(), middleware=[recorder],
+                         checkpointer=InMemorySaver())
+    a = scenario.capture(agent, scenario.TURNS[:1], recorder, config={"configurable": {"thread_id": "a"}})
+    b = scenario.capture(agent, scenario.NEEDLE_QUESTION, recorder, config={"configurable": {"thread_id": "b"}})
+    a2 = scenario.capture(agent, scenario.NEEDLE_QUESTION, recorder, config={"configurable": {"thread_id": "a"}})
+    assert {r.thread for r in b.records} == {"b"} and len(b.records) < len(a.records)
+    assert a2.records[:len(a.records)] == a.records and {r.thread for r in a2.records} == {"a"}
+    assert a2.records[-1].messages_stored <= len(a2.messages)
+    plain = create_agent(LabModel(window=1_000_000), tools=scenario.tools(), middleware=[recorder])
+    c = scenario.capture(plain, scenario.NEEDLE_QUESTION, recorder)
+    assert c.records == recorder.records[-len(c.records):] and len(c.records) < len(b.records) + len(a2.records)
+    from labkit import replay
+    replay.replay(b, window=32_000)  # the records agree with the run's messages
