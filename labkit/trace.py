@@ -231,13 +231,13 @@ def compactions(run_or_records) -> list[tuple[int, int]]:
     compaction has no mark for it).
     """
     out: list[tuple[int, int]] = []
-    last: dict = {}  # the latest summary (or cut) of each thread and run: a Recorder may serve many
+    seen: dict = {}  # the summaries (or cuts) each thread and run has shown: a Recorder may serve many
     for r in getattr(run_or_records, "records", run_or_records):
         cut, whose = r.messages_stored - (r.messages_seen - 1), (r.thread, r.agent, r.scope)
         mark = r.summary or cut  # a removed message moves the cut, not the summary
-        if r.by_kind["summary"] and not r.error and last.get(whose) != mark:
-            out.append((r.index, cut))
-            last[whose] = mark
+        if r.by_kind["summary"] and not r.error and mark not in seen.setdefault(whose, set()):
+            out.append((r.index, cut))  # an earlier summary back in view (messages removed) is not new
+            seen[whose].add(mark)
     return out
 
 

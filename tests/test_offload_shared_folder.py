@@ -55,7 +55,8 @@ def _worker(root, who, start, queue):
 def test_two_processes_offloading_under_one_id_to_one_folder_keep_both(tmp_path):
     ctx = mp.get_context("fork")
     start, queue = ctx.Barrier(2), ctx.Queue()
-    procs = [ctx.Process(target=_worker, args=(str(tmp_path), who, start, queue)) for who in ("alder", "birch")]
+    procs = [ctx.Process(target=_worker, args=(str(tmp_path), who, start, queue))
+             for who in ("alder", "birch")]
     [p.start() for p in procs]
     paths = dict(queue.get(timeout=60) for _ in procs)
     [p.join(30) for p in procs]

@@ -248,7 +248,7 @@ def test_keep_requests_keeps_what_each_call_was_sent():
     model, rec = LabModel(window=BIG), Recorder(keep_requests=True)
     run = scenario.run(model, middleware=[plain], recorder=rec, turns=scenario.TURNS[:1],
                        recursion_limit=20, system_prompt=system)
-    assert run.records is rec.records and all(r.request is None for r in plain.records)
+    assert run.records == rec.records and all(r.request is None for r in plain.records)
     for r, call in zip(rec.records, model.calls, strict=True):
         sent = r.request
         assert sent.system.content == system

@@ -85,14 +85,18 @@ def test_one_recorder_across_captures_gives_each_run_its_own_records():
     recorder = Recorder()
     agent = create_agent(LabModel(window=1_000_000), tools=scenario.tools(), middleware=[recorder],
                          checkpointer=InMemorySaver())
-    a = scenario.capture(agent, scenario.TURNS[:1], recorder, config={"configurable": {"thread_id": "a"}})
-    b = scenario.capture(agent, scenario.NEEDLE_QUESTION, recorder, config={"configurable": {"thread_id": "b"}})
-    a2 = scenario.capture(agent, scenario.NEEDLE_QUESTION, recorder, config={"configurable": {"thread_id": "a"}})
+    def on(thread):
+        return {"configurable": {"thread_id": thread}}
+    a = scenario.capture(agent, scenario.TURNS[:1], recorder, config=on("a"))
+    b = scenario.capture(agent, scenario.NEEDLE_QUESTION, recorder, config=on("b"))
+    a2 = scenario.capture(agent, scenario.NEEDLE_QUESTION, recorder, config=on("a"))
     assert {r.thread for r in b.records} == {"b"} and len(b.records) < len(a.records)
+    assert {r.thread for r in a.records} == {"a"}, "a Run's records are kept as they were"
     assert a2.records[:len(a.records)] == a.records and {r.thread for r in a2.records} == {"a"}
     assert a2.records[-1].messages_stored <= len(a2.messages)
     plain = create_agent(LabModel(window=1_000_000), tools=scenario.tools(), middleware=[recorder])
     c = scenario.capture(plain, scenario.NEEDLE_QUESTION, recorder)
-    assert c.records == recorder.records[-len(c.records):] and len(c.records) < len(b.records) + len(a2.records)
+    assert c.records == recorder.records[-len(c.records):]
+    assert len(c.records) < len(b.records) + len(a2.records)
     from labkit import replay
     replay.replay(b, window=32_000)  # the records agree with the run's messages

@@ -424,6 +424,24 @@ def test_removing_a_folded_message_is_not_counted_as_a_compaction():
     assert len(trace.compactions(recorder)) == len(events), "one count per compaction"
 
 
+def test_an_earlier_summary_back_in_view_after_an_undo_is_not_a_new_compaction():
+    """An application undoes the last exchanges (removes their messages), taking the second
+    compaction's boundary with them: the first summary is in view again — not a third compaction."""
+    from labkit import Recorder, trace
+
+    model = Scripted(messages=iter([AIMessage(f"a{i}", id=f"a{i}") for i in range(50)]))
+    recorder = Recorder()
+    agent = create_agent(model, tools=[], checkpointer=InMemorySaver(),
+                         middleware=[summarizer(trigger=("messages", 6), keep=("messages", 2)), recorder])
+    for i in range(6):
+        agent.invoke({"messages": [HumanMessage(f"h{i}", id=f"h{i}")]}, config("u"))
+    assert len(trace.compactions(recorder)) == len(events_of(agent.get_state(config("u")).values)) == 2
+    undo = [m.id for m in agent.get_state(config("u")).values["messages"]][-4:]
+    agent.update_state(config("u"), {"messages": [RemoveMessage(id=i) for i in undo]})
+    agent.invoke({"messages": [HumanMessage("h6", id="h6")]}, config("u"))
+    assert len(trace.compactions(recorder)) == len(events_of(agent.get_state(config("u")).values)) == 2
+
+
 # -- 5. children ---------------------------------------------------------------------------------
 
 
