@@ -20,6 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from langchain_core.exceptions import ContextOverflowError
+from langchain_core.load import dumpd
+from langchain_core.load.serializable import Serializable, to_json_not_implemented
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, messages_from_dict, messages_to_dict
 
 from labkit.errors import is_overflow
@@ -182,7 +184,9 @@ class Run:
     def save(self, path: str | Path) -> Path:
         """Write the run to a JSON file that :func:`load_run` reads back: messages, files, records
         (without their requests), turns completed and the error as text (its type's name and
-        message). The whole ``state`` is not saved. Notebook 16: bring your own agent's run.
+        message). The whole ``state`` is not saved. A value JSON cannot hold — a tool's artifact
+        such as retrieved ``Document`` s with dates — is kept in langchain's own serialized form
+        (``dumpd``; a date as its type and repr), read back as that form. Notebook 16.
 
         Example:
             >>> # run.save("my_run.json"); diagnose.diagnose(scenario.load_run("my_run.json"))
@@ -195,11 +199,16 @@ class Run:
                                                  "overflow": is_overflow(self.error)}
         data = {"format": _FORMAT, "messages": messages_to_dict(self.messages), "files": self.files,
                 "records": records, "turns_completed": self.turns_completed, "error": error}
-        path.write_text(json.dumps(data, ensure_ascii=False, separators=(",", ":")), encoding="utf-8")
+        text = json.dumps(data, ensure_ascii=False, separators=(",", ":"), default=_langchain_form)
+        path.write_text(text, encoding="utf-8")
         return path
 
 
 _FORMAT = "labkit.run/1"
+
+
+def _langchain_form(value: Any) -> Any:
+    return dumpd(value) if isinstance(value, Serializable) else to_json_not_implemented(value)
 
 
 def _error(saved: dict | None) -> BaseException | None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from deepagents.middleware.filesystem import FilesystemMiddleware
 from langchain.agents import create_agent
+from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
 
 from labkit import LabModel, Recorder, scenario
@@ -100,3 +101,30 @@ def test_one_recorder_across_captures_gives_each_run_its_own_records():
     assert len(c.records) < len(b.records) + len(a2.records)
     from labkit import replay
     replay.replay(b, window=32_000)  # the records agree with the run's messages
+
+
+def test_a_run_whose_tool_returned_documents_with_dates_is_saved_and_read_back(tmp_path):
+    """A retriever-style tool's artifact (Documents whose metadata holds a date) is not JSON: the
+    saved run keeps it in langchain's serialized form, nothing dropped, and loads."""
+    import datetime
+
+    from langchain_core.documents import Document
+    from langchain_core.messages import AIMessage, ToolMessage
+
+    from tests.conftest import Scripted
+
+    @tool(response_format="content_and_artifact")
+    def search(query: str):
+        """Search the notes."""
+        return "1 document", [Document("Brightloom grew", metadata={"published": datetime.date(2024, 5, 1)})]
+
+    call = {"name": "search", "args": {"query": "BRLM"}, "id": "s1", "type": "tool_call"}
+    recorder = Recorder()
+    agent = create_agent(Scripted(messages=iter([AIMessage("", tool_calls=[call]), AIMessage("done")])),
+                         tools=[search], middleware=[recorder])
+    run = scenario.capture(agent, "BRLM?", recorder)
+    back = scenario.load_run(run.save(tmp_path / "run.json"))
+    artifact = next(m for m in back.messages if isinstance(m, ToolMessage)).artifact
+    assert artifact[0]["page_content"] == "Brightloom grew"
+    assert artifact[0]["metadata"]["published"]["repr"] == "datetime.date(2024, 5, 1)"
+    assert [m.type for m in back.messages] == [m.type for m in run.messages] and back.records == run.records
