@@ -14,6 +14,7 @@ as ``labkit.<module>``, naming the ``course`` extra if it lacks it. ``__version_
 
 from importlib import import_module
 
+from labkit._course import COURSE_EXTRA, missing_extra
 from labkit._version import __version__ as __version__
 from labkit.model import LabModel, get_model
 from labkit.tokens import approx_tokens, count_tokens
@@ -24,7 +25,6 @@ __all__ = ["LabModel", "Recorder", "approx_tokens", "count_tokens", "get_model"]
 MODULES = ("caching", "diagnose", "errors", "evals", "exercises", "experiments", "installed", "isolate",
            "meter", "model", "offload", "oracle", "plots", "prompts", "replay", "scenario", "summarize",
            "tables", "tokens", "trace", "versions", "widgets", "yourmodel")
-COURSE_EXTRA = ("plotly", "ipywidgets", "anywidget", "IPython", "ipykernel", "jupyterlab")  # [course]
 
 
 def __getattr__(name: str):
@@ -39,7 +39,4 @@ def __getattr__(name: str):
     except ModuleNotFoundError as missing:
         if (missing.name or "").split(".")[0] not in COURSE_EXTRA:
             raise
-        raise ModuleNotFoundError(
-            f"labkit.{name} needs {missing.name}, from the course extra: pip install "
-            f"'labkit-context[course]' (in a checkout of the course: make setup)",
-            name=missing.name) from missing
+        raise missing_extra(f"labkit.{name}", missing.name) from missing

@@ -8,6 +8,11 @@ What it leaves out: dashboards and live updates (``labkit.widgets`` redraws a fi
 
 from __future__ import annotations
 
+from labkit._course import require
+
+require("labkit.plots", "plotly")  # before them: a missing one named with its extra
+# isort: split
+
 import pickle
 from collections.abc import Mapping, Sequence
 from itertools import accumulate

@@ -16,7 +16,7 @@ from functools import cache
 from importlib import metadata
 from pathlib import Path
 
-__all__ = ["RESTORE", "TESTED", "Comparison", "Difference", "compare", "restore_advice"]
+__all__ = ["RESTORE", "TESTED", "Comparison", "Difference", "compare", "in_checkout", "restore_advice"]
 
 TESTED: dict[str, str] = {
     "deepagents": "0.7.32",
@@ -26,12 +26,17 @@ TESTED: dict[str, str] = {
 }
 
 
+def in_checkout(root: Path | None = None) -> bool:
+    """Whether labkit runs from a checkout of the course (``root``, the folder above the package,
+    holds uv.lock and the Makefile), not from an installed wheel."""
+    root = Path(__file__).resolve().parents[1] if root is None else root
+    return (root / "uv.lock").is_file() and (root / "Makefile").is_file()
+
+
 def restore_advice(root: Path | None = None) -> str:
     """The command that restores the tested versions where labkit is installed: in a checkout of
-    the course (``root``, the folder above the package, holds uv.lock and the Makefile) ``make
-    setup``; installed from the wheel, pip with the tested versions."""
-    root = Path(__file__).resolve().parents[1] if root is None else root
-    if (root / "uv.lock").is_file() and (root / "Makefile").is_file():
+    the course ``make setup``; installed from the wheel, pip with the tested versions."""
+    if in_checkout(root):
         return "run `make setup` in the course folder (or `pip install -r requirements.lock`)"
     return "run `pip install " + " ".join(f"{p}=={v}" for p, v in TESTED.items()) + "`"
 

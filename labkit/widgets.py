@@ -13,6 +13,11 @@ button runs the failure and its fix).
 
 from __future__ import annotations
 
+from labkit._course import require
+
+require("labkit.widgets", "ipywidgets", "plotly")  # before them: a missing one named with its extra
+# isort: split
+
 from collections.abc import Mapping
 from html import escape
 from typing import Any

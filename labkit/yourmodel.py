@@ -13,6 +13,11 @@ What it leaves out: the lesson's other cells (they stay on the lab model).
 
 from __future__ import annotations
 
+from labkit._course import require
+
+require("labkit.yourmodel", "plotly")  # before them: a missing one named with its extra
+# isort: split
+
 import itertools
 import os
 from collections.abc import Callable, Sequence

@@ -238,7 +238,11 @@ def test_a_missing_course_package_names_the_extra():
     import subprocess
     import sys
 
-    code = ("import sys; sys.modules['plotly'] = None\n"
-            "try:\n    from labkit import plots\nexcept ModuleNotFoundError as e:\n    print(e)")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert "pip install 'labkit-context[course]'" in out.stdout, out.stdout + out.stderr
+    ways = [("from labkit import plots", "plotly"), ("from labkit.widgets import knobs", "ipywidgets"),
+            ("import labkit.yourmodel", "plotly"), ("import labkit.experiments", "plotly")]
+    for way, blocked in ways:
+        code = (f"import sys; sys.modules[{blocked!r}] = None\n"
+                f"try:\n    {way}\nexcept ModuleNotFoundError as e:\n    print(e)")
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+        said = f"needs {blocked}, from the course extra: pip install 'labkit-context[course]'"
+        assert said in out.stdout, (way, out.stdout + out.stderr)

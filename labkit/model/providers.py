@@ -19,6 +19,7 @@ from langchain_core.language_models import BaseChatModel
 
 from labkit.errors import KEY_VARIABLES
 from labkit.model.chat import MODEL_NAME, LabModel
+from labkit.versions import in_checkout
 
 __all__ = ["describe", "get_model"]
 
@@ -86,9 +87,11 @@ def get_model(spec: str | None = None, **kwargs: Any) -> BaseChatModel:
         try:
             __import__(module)
         except ImportError as e:
+            how = ("run `make setup` (it installs the providers extra), or "
+                   f"`.tools/bin/uv pip install --python .venv {package}`" if in_checkout() else
+                   f"run `pip install {package}` (or `pip install 'labkit-context[providers]'`)")
             raise ImportError(f"LABKIT_MODEL={spec!r} needs the {package} package, which is not "
-                              "installed: run `make setup` (it installs the providers extra), or "
-                              f"`.tools/bin/uv pip install --python .venv {package}`") from e
+                              f"installed: {how}") from e
     if os.environ.get("LABKIT_BASE_URL"):
         kwargs.setdefault("base_url", os.environ["LABKIT_BASE_URL"])
         if provider == "openai":

@@ -84,8 +84,20 @@ def test_a_missing_key_names_the_environment_variable(clean_env, spec, key):
 ])
 def test_a_missing_package_is_named(clean_env, spec, module, package):
     clean_env.setitem(sys.modules, module, None)  # makes `import module` fail, as if absent
-    with pytest.raises(ImportError, match=f"needs the {package} package"):
+    with pytest.raises(ImportError, match=f"needs the {package} package.*make setup"):
         get_model(spec)
+
+
+def test_installed_from_the_wheel_the_missing_package_is_pip_installed(clean_env):
+    """Outside a checkout there is no `make setup` and no .tools/bin/uv: the advice is pip's."""
+    from labkit.model import providers
+
+    clean_env.setitem(sys.modules, "langchain_openai", None)
+    clean_env.setattr(providers, "in_checkout", lambda: False)
+    advice = r"run `pip install langchain-openai` .*labkit-context\[providers\]"
+    with pytest.raises(ImportError, match=advice) as e:
+        get_model("openai:gpt-4.1-mini")
+    assert "make setup" not in str(e.value) and ".tools" not in str(e.value)
 
 
 def test_openai_with_a_base_url_is_built_for_that_endpoint(clean_env):
