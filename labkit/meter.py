@@ -26,6 +26,7 @@ from langchain_core.exceptions import ModelError
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage
 
+from labkit._client_retries import without_client_retries
 from labkit.caching import PrefixCache
 from labkit.errors import explain, is_overflow, kind, provider_message, retry_after, retryable, status_of
 from labkit.tokens import TokenCounter
@@ -35,6 +36,8 @@ __all__ = ["BudgetExceeded", "Meter", "Sent"]
 # the meters whose request is being made now: a model whose _generate calls _stream is metered once,
 # and a metered model attached to a second meter is counted by both
 _INSIDE: contextvars.ContextVar[frozenset] = contextvars.ContextVar("labkit_inside", default=frozenset())
+# the request's run manager: langchain streams a model (streaming=True) without handing it to _stream
+_CALLER: contextvars.ContextVar[Any] = contextvars.ContextVar("labkit_caller", default=None)
 _EXTRAS = ("response_format", "functions")  # request parts sent beside the tools (structured output)
 
 
@@ -143,7 +146,7 @@ class Meter:
         if not isinstance(model, BaseChatModel):
             raise TypeError(f"Meter.attach needs a chat model (a BaseChatModel), got {type(model).__name__}: "
                             "pass the model itself, not a model wrapped by .bind(), .with_retry() or a chain")
-        copy = _without_client_retries(model)
+        copy = without_client_retries(model)
         copy.__class__ = _metered_class(type(model), self)
         return copy
 
@@ -256,10 +259,25 @@ def _metered_class(cls: type, meter: Meter) -> type:
         (result,) = _sent(meter, self, messages, run_manager, kwargs, pieces, _first_message)
         return result
 
+    def _generate_with_cache(self, *args, **kwargs):
+        token = _CALLER.set(kwargs.get("run_manager"))
+        try:
+            return cls._generate_with_cache(self, *args, **kwargs)
+        finally:
+            _CALLER.reset(token)
+
+    async def _agenerate_with_cache(self, *args, **kwargs):
+        token = _CALLER.set(kwargs.get("run_manager"))
+        try:
+            return await cls._agenerate_with_cache(self, *args, **kwargs)
+        finally:
+            _CALLER.reset(token)
+
     def _stream(self, messages, stop=None, run_manager=None, **kwargs):
         def pieces():
             return cls._stream(self, messages, stop=stop, run_manager=run_manager, **kwargs)
-        yield from pieces() if meter in _INSIDE.get() else _sent(meter, self, messages, run_manager, kwargs,
+        caller = run_manager or _CALLER.get()
+        yield from pieces() if meter in _INSIDE.get() else _sent(meter, self, messages, caller, kwargs,
                                                                   pieces, _usage_message)
 
     async def _agenerate(self, messages, stop=None, run_manager=None, **kwargs):
@@ -274,14 +292,16 @@ def _metered_class(cls: type, meter: Meter) -> type:
     async def _astream(self, messages, stop=None, run_manager=None, **kwargs):
         def pieces():
             return cls._astream(self, messages, stop=stop, run_manager=run_manager, **kwargs)
-        inside = meter in _INSIDE.get()
-        async for chunk in pieces() if inside else _asent(meter, self, messages, run_manager, kwargs, pieces,
+        inside, caller = meter in _INSIDE.get(), run_manager or _CALLER.get()
+        async for chunk in pieces() if inside else _asent(meter, self, messages, caller, kwargs, pieces,
                                                           _usage_message):
             yield chunk
 
     namespace: dict[str, Any] = {"__module__": cls.__module__, "__qualname__": cls.__qualname__,
                                  "__annotations__": {"labkit_meter": ClassVar[Meter]},
-                                 "labkit_meter": meter, "_generate": _generate, "_agenerate": _agenerate}
+                                 "labkit_meter": meter, "_generate": _generate, "_agenerate": _agenerate,
+                                 "_generate_with_cache": _generate_with_cache,
+                                 "_agenerate_with_cache": _agenerate_with_cache}
     # only what the model implements: langchain streams a model whose _stream is its own
     if cls._stream is not BaseChatModel._stream:
         namespace["_stream"] = _stream
@@ -367,28 +387,3 @@ async def _asent(meter: Meter, model, messages, run_manager, kwargs, pieces, rep
             continue
         meter._done(record, reply(got), blocks)
         return
-
-
-def _without_client_retries(model: BaseChatModel) -> BaseChatModel:
-    """A copy of ``model`` whose client sends each request once: the meter retries, visibly.
-    OpenAI's clients (and every OpenAI-compatible one) take ``with_options(max_retries=0)``;
-    a model with a ``max_retries`` field (Anthropic's) is copied with it at 0 and its cached
-    clients dropped. Any other model is copied as it is."""
-    root = getattr(model, "root_client", None)
-    if root is not None and hasattr(root, "with_options"):
-        copy = model.model_copy()
-        copy.root_client = root.with_options(max_retries=0)
-        copy.client = copy.root_client.chat.completions
-        aroot = getattr(model, "root_async_client", None)
-        if aroot is not None:
-            copy.root_async_client = aroot.with_options(max_retries=0)
-            copy.async_client = copy.root_async_client.chat.completions
-        return copy
-    if "max_retries" in type(model).model_fields:
-        # Google's SDK reads 0 as "its default, 5 retries": 1 is one attempt (langchain-google-genai)
-        once = 1 if type(model).__module__.startswith("langchain_google_genai") else 0
-        copy = model.model_copy(update={"max_retries": once})
-        for cached in ("_client", "_async_client"):
-            copy.__dict__.pop(cached, None)
-        return copy
-    return model.model_copy()

@@ -84,6 +84,30 @@ def test_one_line_per_request_and_totals_the_server_agrees_with(your_model):
         assert abs(row["input tokens sent"] - server.received) <= TOLERANCE * server.received
 
 
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_a_streaming_model_tells_subagents_from_the_parent_as_a_plain_one_does(mode):
+    """langchain streams a model made with ``streaming=True`` without handing ``_stream`` the
+    request's run manager (where the agent's name is): each request is still told apart."""
+    from deepagents import create_deep_agent
+    from langchain_core.tools import tool
+
+    @tool
+    def fetch_market_data(ticker: str) -> str:
+        """Fetch market data."""
+        return f"{ticker}: revenue 1.0"
+
+    who = {}
+    for streaming in (False, True):
+        with OpenAIServer() as server:
+            meter = Meter(cap=100_000, out=None)
+            model = meter.attach(chat(server, streaming=streaming))
+            agent = create_deep_agent(model, tools=[fetch_market_data])
+            turn = {"messages": [HumanMessage("Report on Brightloom, Corvid and Driftwood.")]}
+            agent.invoke(turn) if mode == "sync" else asyncio.run(agent.ainvoke(turn))
+            who[streaming] = [r.who for r in meter.requests]
+    assert who[True] == who[False] and {"parent", "subagent general-purpose"} <= set(who[True])
+
+
 def test_retries_are_shown_counted_and_capped(your_model):
     """A 429 (Retry-After: 0) and a 500 on requests 2 and 3 (the second call, tried three times),
     a reset on request 5: each is a line saying it is retried, each counted as sent (the server
