@@ -3,15 +3,19 @@
 Used by: labkit.summarize.archive (a section's read, edit and write), labkit._offload_files (an
 offloaded file's "is this name free?" and its write). In this process, a lock per file — the real
 file behind a ``FilesystemBackend`` (however many backend objects point at its folder, through a
-``CompositeBackend`` too), a store's key, else the backend's; across processes, an exclusive
-``flock`` on a ``FilesystemBackend`` file's folder (without fcntl, on Windows: in-process only).
+``CompositeBackend`` too), a store's key in its database (stores built per request on one
+database share it), else the backend's; across processes, an exclusive ``flock`` on the folder of
+a ``FilesystemBackend`` file or a SQLite store's file (without fcntl, on Windows: in-process only;
+PostgreSQL stores: in-process only).
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import sqlite3
 import threading
+import weakref
 from pathlib import Path
 from typing import Any
 
@@ -50,8 +54,41 @@ def _file_of(backend: Any, path: str) -> tuple[tuple, Path | None]:
         except Exception:
             store = None
         if store is not None:
-            return ("store", id(store), path), None
+            where, real = _database_of(store)
+            return ("store", where, path), real
     return ("backend", id(backend), path), None
+
+
+_DATABASES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # store -> (key, file)
+
+
+def _database_of(store: Any) -> tuple[Any, Path | None]:
+    """What a store keeps its items in: a SQLite file (its folder locked across processes too), a
+    PostgreSQL database by its connection string, else the store object itself (in memory) — so
+    stores built per request on one database share one lock."""
+    try:
+        return _DATABASES[store]
+    except (KeyError, TypeError):
+        pass
+    found: tuple[Any, Path | None] = (id(store), None)
+    conn = getattr(store, "conn", None)
+    if isinstance(conn, sqlite3.Connection):
+        try:
+            with getattr(store, "lock", contextlib.nullcontext()):
+                rows = conn.execute("PRAGMA database_list").fetchall()
+            file = next((row[2] for row in rows if row[1] == "main"), "")
+        except sqlite3.Error:
+            file = ""
+        if file:  # "" for an in-memory database
+            real = Path(os.path.realpath(file))
+            found = (("sqlite", str(real)), real)
+    elif isinstance(dsn := getattr(getattr(conn, "info", None), "dsn", None), str):
+        found = (("postgres", dsn), None)
+    try:
+        _DATABASES[store] = found
+    except TypeError:  # a store that cannot be weakly referenced is looked at each time
+        pass
+    return found
 
 
 @contextlib.contextmanager

@@ -194,6 +194,47 @@ def test_several_processes_on_one_folder_keep_every_section(tmp_path):
     assert len(sections) == 30, f"{len(sections)} of 30 sections kept"
 
 
+@pytest.mark.parametrize("where", ["file", "memory"])
+def test_stores_built_per_request_on_one_database_keep_every_section(tmp_path, where):
+    """A server opens a store per request (its own SqliteStore connection on one database file):
+    eight requests writing five sections each to one archive keep all forty. An in-memory
+    database is its store object's alone, and one shared store keeps them too."""
+    import datetime as dt
+    import sqlite3
+
+    from deepagents.backends import StoreBackend
+    from langgraph.store.sqlite import SqliteStore
+
+    target = str(tmp_path / "store.db") if where == "file" else ":memory:"
+
+    def connect():
+        return SqliteStore(sqlite3.connect(target, check_same_thread=False, isolation_level=None, timeout=30))
+    first = connect()
+    first.setup()
+
+    class SlowStore(StoreBackend):  # the read takes a while, as SlowDisk's
+        def download_files(self, paths):
+            found = super().download_files(paths)
+            time.sleep(0.01)
+            return found
+
+    errors = []
+
+    def request(k):
+        backend = SlowStore(store=connect() if where == "file" else first, namespace=lambda rt: ("app",))
+        for n in range(1, 6):
+            section = f"{k:012x}-{n}"
+            text = archive_section([HumanMessage(f"w{k} s{n}")], n, 0, dt.datetime(2025, 1, 2),
+                                   section=section)
+            errors.append(write_section(backend, "/conversation_history/t.md", section, text))
+    threads = [threading.Thread(target=request, args=(k,)) for k in range(8)]
+    [t.start() for t in threads]
+    [t.join(60) for t in threads]
+    backend = StoreBackend(store=first, namespace=lambda rt: ("app",))
+    text = backend.download_files(["/conversation_history/t.md"])[0].content.decode()
+    assert len(read_archive(text)) == 40 and errors == [None] * 40
+
+
 # -- 4. word for word ----------------------------------------------------------------------------
 
 REAL = [
