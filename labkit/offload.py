@@ -222,6 +222,7 @@ class OffloadMiddleware(AgentMiddleware):
         self.evicted: list[str] = []  # paths written, in order (for the lessons)
         self.weighed: list[int] = []  # every result's tokens, as compared with tool_limit, in order
         self._stubs: dict[tuple, str] = {}
+        self._twins: dict[tuple, int] = {}  # (reply, id) -> calls with that id seen, when ids repeat
         self._carried, self._last_view = Carried(), ([], None)  # the last call's view (labkit._same)
         self._lock = threading.Lock()
 
@@ -237,7 +238,7 @@ class OffloadMiddleware(AgentMiddleware):
 
     # -- large tool results ----------------------------------------------------------------------
 
-    def _evict_result(self, message: ToolMessage) -> ToolMessage:
+    def _evict_result(self, message: ToolMessage, twin: int = 1) -> ToolMessage:
         if message.additional_kwargs.get(OFFLOADED) or self.tool_limit is None:
             return message
         text = message_text(message, text_only=True)
@@ -246,7 +247,8 @@ class OffloadMiddleware(AgentMiddleware):
         if tokens <= self.tool_limit:
             return message
         stored, wrapped, lines, shown = evicted_text(text, self.head_lines, self.tail_lines)
-        path = self._write(result_path(message.tool_call_id or ""), stored)
+        call_id = message.tool_call_id or ""
+        path = self._write(result_path(call_id if twin == 1 else f"{call_id}#{twin}"), stored)
         if path is None:
             return message
         stub = prompts.OFFLOAD_RESULT_STUB.format(tokens=tokens, path=path, lines=lines, preview=shown)
@@ -258,27 +260,40 @@ class OffloadMiddleware(AgentMiddleware):
             "additional_kwargs": {**message.additional_kwargs, OFFLOADED: path},
         })
 
-    def _evict_any(self, result: ToolMessage | Command) -> ToolMessage | Command:
+    def _evict_any(self, result: ToolMessage | Command, twin: int = 1) -> ToolMessage | Command:
         if isinstance(result, ToolMessage):
-            return self._evict_result(result)
+            return self._evict_result(result, twin)
         if isinstance(result, Command) and isinstance(result.update, dict) and result.update.get("messages"):
-            msgs = [self._evict_result(m) if isinstance(m, ToolMessage) else m
+            msgs = [self._evict_result(m, twin) if isinstance(m, ToolMessage) else m
                     for m in result.update["messages"]]
             return Command(graph=result.graph, goto=result.goto, resume=result.resume,
                            update={**result.update, "messages": msgs})
         return result
 
+    def _twin(self, request) -> int:
+        """Which of the reply's calls with this id ``request`` is, 1 for an id used once: a model that
+        gives two parallel calls one id gets two files, though a state backend shows neither write
+        to the other (the order they are taken in does not matter: each gets its own)."""
+        state = getattr(request, "state", None)
+        messages = state.get("messages") if isinstance(state, dict) else None
+        reply, call_id = (messages[-1] if messages else None), request.tool_call.get("id")
+        if sum(c.get("id") == call_id for c in getattr(reply, "tool_calls", None) or ()) < 2:
+            return 1
+        with self._lock:
+            n = self._twins[(id(reply), call_id)] = self._twins.get((id(reply), call_id), 0) + 1
+        return n
+
     def wrap_tool_call(self, request, handler: Callable):
         result = handler(request)
         if request.tool_call["name"] in self.exempt_tools:
             return result
-        return self._evict_any(result)
+        return self._evict_any(result, self._twin(request))
 
     async def awrap_tool_call(self, request, handler):
         result = await handler(request)
         if request.tool_call["name"] in self.exempt_tools:
             return result
-        return self._evict_any(result)
+        return self._evict_any(result, self._twin(request))
 
     # -- the model's view ------------------------------------------------------------------------
 

@@ -9,6 +9,7 @@ import threading
 import time
 from types import SimpleNamespace
 
+import pytest
 from deepagents.backends import FilesystemBackend
 from langchain_core.messages import ToolMessage
 
@@ -61,3 +62,34 @@ def test_two_processes_offloading_under_one_id_to_one_folder_keep_both(tmp_path)
     paths = dict(queue.get(timeout=60) for _ in procs)
     [p.join(30) for p in procs]
     _check(tmp_path, paths)
+
+
+@pytest.mark.parametrize("call_id", ["call_0", ""])
+def test_two_parallel_calls_with_one_id_keep_both_results_in_state(call_id):
+    """A model gives two parallel calls of one reply the same id (or none): on deepagents' state
+    backend neither write is visible to the other within the step, yet each stub points at its own
+    file."""
+    from langchain.agents import create_agent
+    from langchain_core.messages import AIMessage, HumanMessage
+    from langchain_core.tools import tool
+
+    from tests.conftest import Scripted
+
+    @tool
+    def export(company: str) -> str:
+        """Export a company's rows."""
+        return "\n".join(f"{company} row {i}: {i * 37 % 1000}" for i in range(400))
+
+    calls = [{"name": "export", "args": {"company": c}, "id": call_id, "type": "tool_call"}
+             for c in ("Alder", "Birch")]
+    model = Scripted(messages=iter([AIMessage("", tool_calls=calls), AIMessage("done")]))
+    offload = OffloadMiddleware(tool_limit=500, window=128_000)
+    agent = create_agent(model, tools=[export], middleware=[offload])
+    state = agent.invoke({"messages": [HumanMessage("export both")]})
+    stubs = [m for m in state["messages"] if isinstance(m, ToolMessage)]
+    paths = [m.additional_kwargs[OFFLOADED] for m in stubs]
+    assert len(set(paths)) == 2 and set(paths) == set(state["files"])
+    for stub, path in zip(stubs, paths):
+        company = "Alder" if "Alder row 0" in stub.text else "Birch"
+        content = state["files"][path]["content"]
+        assert (content if isinstance(content, str) else "\n".join(content)).startswith(f"{company} row 0")
