@@ -450,15 +450,23 @@ def test_a_kept_message_found_by_id_when_the_folded_one_has_none():
     assert texts(view_of(history[2:], [event]))[1:] == ["h4", "a5", "h6"], "nothing after the fold hidden"
 
 
-def test_removing_a_folded_message_is_not_counted_as_a_compaction():
-    from labkit import Recorder, trace
+def _folding_thread(thread: str, turns: int, trigger: int, keep: int):
+    """``(agent, recorder)`` after ``turns`` turns on ``thread``, folding past ``trigger`` messages."""
+    from labkit import Recorder
 
-    model = Scripted(messages=iter([AIMessage(f"r{i}", id=f"r{i}") for i in range(40)]))
+    model = Scripted(messages=iter([AIMessage(f"r{i}", id=f"r{i}") for i in range(50)]))
     recorder = Recorder()
-    agent = create_agent(model, tools=[], checkpointer=InMemorySaver(),
-                         middleware=[summarizer(trigger=("messages", 8), keep=("messages", 3)), recorder])
-    for i in range(5):
-        agent.invoke({"messages": [HumanMessage(f"h{i}", id=f"h{i}")]}, config("c"))
+    fold = summarizer(trigger=("messages", trigger), keep=("messages", keep))
+    agent = create_agent(model, tools=[], checkpointer=InMemorySaver(), middleware=[fold, recorder])
+    for i in range(turns):
+        agent.invoke({"messages": [HumanMessage(f"h{i}", id=f"h{i}")]}, config(thread))
+    return agent, recorder
+
+
+def test_removing_a_folded_message_is_not_counted_as_a_compaction():
+    from labkit import trace
+
+    agent, recorder = _folding_thread("c", 5, trigger=8, keep=3)
     agent.update_state(config("c"), {"messages": [RemoveMessage(id="h0")]})
     agent.invoke({"messages": [HumanMessage("h5", id="h5")]}, config("c"))
     events = events_of(agent.get_state(config("c")).values)
@@ -468,14 +476,9 @@ def test_removing_a_folded_message_is_not_counted_as_a_compaction():
 def test_an_earlier_summary_back_in_view_after_an_undo_is_not_a_new_compaction():
     """An application undoes the last exchanges (removes their messages), taking the second
     compaction's boundary with them: the first summary is in view again — not a third compaction."""
-    from labkit import Recorder, trace
+    from labkit import trace
 
-    model = Scripted(messages=iter([AIMessage(f"a{i}", id=f"a{i}") for i in range(50)]))
-    recorder = Recorder()
-    agent = create_agent(model, tools=[], checkpointer=InMemorySaver(),
-                         middleware=[summarizer(trigger=("messages", 6), keep=("messages", 2)), recorder])
-    for i in range(6):
-        agent.invoke({"messages": [HumanMessage(f"h{i}", id=f"h{i}")]}, config("u"))
+    agent, recorder = _folding_thread("u", 6, trigger=6, keep=2)
     assert len(trace.compactions(recorder)) == len(events_of(agent.get_state(config("u")).values)) == 2
     undo = [m.id for m in agent.get_state(config("u")).values["messages"]][-4:]
     agent.update_state(config("u"), {"messages": [RemoveMessage(id=i) for i in undo]})
