@@ -98,8 +98,13 @@ def trajectory(run: Any, counter: TokenCounter | None = None) -> Trajectory:
         if not isinstance(r, CallRecord):
             raise TypeError(f"records must be trace.CallRecord, not {type(r).__name__}")
         if not last <= r.messages_stored <= len(messages):
-            raise ValueError(f"record {r.index} says {r.messages_stored} messages were stored, but the "
-                             f"run has {len(messages)} messages and the previous call had {last}")
+            raise ValueError(
+                f"record {r.index} says {r.messages_stored} messages were stored, but the run has "
+                f"{len(messages)} messages and the previous call had {last}: messages were removed "
+                "from the state after they were recorded (langchain's SummarizationMiddleware deletes "
+                "what it summarizes; an app may send RemoveMessage). Replay re-plays the whole history: "
+                "record the run with labkit's SummarizeMiddleware or deepagents' summarization, which "
+                "keep it, or with one Recorder per thread")
         last = r.messages_stored
     counter = counter or TokenCounter()
     sizes = [counter.message(m) for m in messages]

@@ -367,3 +367,20 @@ def test_a_replayed_refusal_is_flagged_as_an_overflow(recorded):
 
     refused = [r for r in replay(recorded, window=60_000, trigger=("tokens", 1_000_000)).records if r.error]
     assert refused and all(r.overflow for r in refused)
+
+
+def test_a_run_whose_messages_were_deleted_is_refused_naming_why():
+    """langchain's SummarizationMiddleware deletes what it summarizes from the state: replay, which
+    re-plays the whole history, says so and what to record with instead."""
+    from langchain.agents import create_agent
+    from langchain.agents.middleware import SummarizationMiddleware
+
+    from labkit import Recorder
+
+    recorder = Recorder()
+    agent = create_agent(LabModel(window=1_000_000), tools=scenario.tools(), middleware=[
+        SummarizationMiddleware(LabModel(), trigger=("messages", 6), keep=("messages", 2)), recorder])
+    run = scenario.capture(agent, scenario.TURNS[:1], recorder)
+    assert len(run.messages) < max(r.messages_stored for r in run.records), "messages were deleted"
+    with pytest.raises(ValueError, match="removed from the state.*SummarizationMiddleware deletes"):
+        replay(run, window=32_000)
