@@ -7,8 +7,9 @@ question that needs one exact figure buried in the first export: the *needle*.
 
 Its parts: ``texts`` (what the user says), ``data`` (the data set and its two tools), ``toolbox``
 (thirty tools the task never needs), ``steps`` (the tasks the lab model follows), ``harness``
-(``agent()``, ``run()``, ``capture()`` for your own agent) and ``results`` (``Run``, ``score()``),
-every name importable from here. What it leaves out: deciding what to do next — the model's.
+(``agent()``, ``run()``, ``capture()`` / ``acapture()`` for your own agent) and ``results``
+(``Run``, ``score()``), every name importable from here. What it leaves out: deciding what to do
+next — the model's.
 """
 
 from labkit.scenario.data import (
@@ -29,7 +30,7 @@ from labkit.scenario.data import (
     transcript_text,
     with_transcript,
 )
-from labkit.scenario.harness import agent, capture, run
+from labkit.scenario.harness import acapture, agent, capture, run
 from labkit.scenario.results import Run, Score, hands_back, load_run, score
 from labkit.scenario.steps import Step, Task, notes_path, research_request, researcher, tasks
 from labkit.scenario.texts import (
@@ -96,6 +97,7 @@ __all__ = [
     "Step",
     "Task",
     "Toolbox",
+    "acapture",
     "agent",
     "capture",
     "companies",

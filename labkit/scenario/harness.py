@@ -13,7 +13,7 @@ What it leaves out: a default model. Pass one — ``LabModel()``, or ``labkit.ge
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 from deepagents import create_deep_agent
@@ -154,31 +154,58 @@ def capture(graph, turns: str | Iterable[str], recorder: Recorder | None = None,
         >>> # rec = Recorder(); agent = create_agent(model, tools, middleware=[..., rec])
         >>> # run = scenario.capture(agent, "Prepare the weekly report", rec); run.save("my_run.json")
     """
-    recorder = Recorder() if recorder is None else recorder
-    turns = [turns] if isinstance(turns, str) else turns  # read one at a time: evals.reminded
-    config = {"recursion_limit": 200, **(config or {})}
-    config["configurable"] = {"thread_id": "labkit", **config.get("configurable", {})}
-    thread, start = str(config["configurable"]["thread_id"]), len(recorder.records)
-    if getattr(graph, "checkpointer", None) is None:  # a fresh thread: only this capture's records
-        graph = graph.copy(update={"checkpointer": InMemorySaver()})
-        thread = None
-    seed = _seed_files(files)
+    c = _Capture(graph, turns, recorder, config, files)
     error, done = None, 0
-    for text in turns:
-        recorder.start_turn(text)
-        update: dict[str, Any] = {"messages": [HumanMessage(text)]}
-        if seed and done == 0:
-            update["files"] = seed
+    for update in c.updates():
         try:
-            graph.invoke(update, config=config)
+            c.graph.invoke(update, config=c.config)
             done += 1
         except Exception as e:  # the run ends; what happened is kept for the learner
             error = e
             break
-    # a Recorder reused across captures: this capture's records, and earlier ones of this thread
-    # (its state holds all its turns)
-    records = [r for i, r in enumerate(recorder.records) if i >= start or (thread and r.thread == thread)]
-    return _as_run(dict(graph.get_state(config).values), records, error, done)
+    return c.run(c.graph.get_state(c.config).values, error, done)
+
+
+async def acapture(graph, turns: str | Iterable[str], recorder: Recorder | None = None, *,
+                   config: dict[str, Any] | None = None, files: dict[str, Any] | None = None) -> Run:
+    """:func:`capture` for an agent that must be run asynchronously — async-only tools (an MCP
+    adapter's), an async checkpointer: ``run = await scenario.acapture(agent, turns, rec)``."""
+    c = _Capture(graph, turns, recorder, config, files)
+    error, done = None, 0
+    for update in c.updates():
+        try:
+            await c.graph.ainvoke(update, config=c.config)
+            done += 1
+        except Exception as e:  # the run ends; what happened is kept for the learner
+            error = e
+            break
+    return c.run((await c.graph.aget_state(c.config)).values, error, done)
+
+
+class _Capture:
+    """What :func:`capture` and :func:`acapture` share: the thread, the turns, the Run."""
+
+    def __init__(self, graph, turns, recorder, config, files) -> None:
+        self.recorder = Recorder() if recorder is None else recorder
+        self.turns = [turns] if isinstance(turns, str) else turns  # read one at a time: evals.reminded
+        self.config = {"recursion_limit": 200, **(config or {})}
+        self.config["configurable"] = {"thread_id": "labkit", **self.config.get("configurable", {})}
+        self.thread = str(self.config["configurable"]["thread_id"])
+        self.start, self.graph, self.seed = len(self.recorder.records), graph, _seed_files(files)
+        if getattr(graph, "checkpointer", None) is None:  # a fresh thread: only this capture's records
+            self.graph, self.thread = graph.copy(update={"checkpointer": InMemorySaver()}), None
+
+    def updates(self) -> Iterator[dict[str, Any]]:
+        for n, text in enumerate(self.turns):
+            self.recorder.start_turn(text)
+            yield {"messages": [HumanMessage(text)], **({"files": self.seed} if self.seed and not n else {})}
+
+    def run(self, state, error: BaseException | None, done: int) -> Run:
+        # a Recorder reused across captures: this capture's records, and earlier ones of this thread
+        # (its state holds all its turns)
+        records = [r for i, r in enumerate(self.recorder.records)
+                   if i >= self.start or (self.thread and r.thread == self.thread)]
+        return _as_run(dict(state), records, error, done)
 
 
 def _as_run(state: dict[str, Any], records: list, error: BaseException | None, done: int) -> Run:

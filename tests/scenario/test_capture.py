@@ -128,3 +128,30 @@ def test_a_run_whose_tool_returned_documents_with_dates_is_saved_and_read_back(t
     assert artifact[0]["page_content"] == "Brightloom grew"
     assert artifact[0]["metadata"]["published"]["repr"] == "datetime.date(2024, 5, 1)"
     assert [m.type for m in back.messages] == [m.type for m in run.messages] and back.records == run.records
+
+
+def test_acapture_runs_an_agent_whose_tools_are_async_only():
+    """An MCP adapter's tools can only be awaited: capture's invoke fails on them, acapture runs
+    the agent and keeps the same Run."""
+    import asyncio
+
+    from langchain_core.messages import AIMessage
+
+    from tests.conftest import Scripted
+
+    @tool
+    async def lookup(ticker: str) -> str:
+        """Look a ticker up."""
+        return f"{ticker}: 42"
+
+    def agent(recorder):
+        call = {"name": "lookup", "args": {"ticker": "BRLM"}, "id": "l1", "type": "tool_call"}
+        model = Scripted(messages=iter([AIMessage("", tool_calls=[call]), AIMessage("BRLM is 42.")]))
+        return create_agent(model, tools=[lookup], middleware=[recorder])
+
+    synced = scenario.capture(agent(Recorder()), "BRLM?", None)
+    assert isinstance(synced.error, NotImplementedError) and synced.turns_completed == 0
+    recorder = Recorder()
+    run = asyncio.run(scenario.acapture(agent(recorder), "BRLM?", recorder))
+    assert run.error is None and run.turns_completed == 1 and run.messages[-1].text == "BRLM is 42."
+    assert len(run.records) == 2 and run.records == recorder.records
