@@ -96,3 +96,25 @@ def test_an_agent_whose_tool_returns_an_image_runs_under_labkits_middleware_and_
     shown = [r.seen - r.by_kind["tools"] for r in rec.records]  # the scripted model binds no tools
     assert shown == [r.tokens for r in meter.requests]  # what the Recorder shows is what was sent
     assert rec.records[1].seen - rec.records[0].seen > 100  # the image's data counted
+
+
+def test_a_fold_over_images_archives_them_with_their_messages():
+    """Summarize folds a thread whose tool results carry images: the run goes on and the archive
+    holds every image block word for word."""
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    from labkit import LabModel
+    from labkit.summarize import events_of, read_archive
+
+    calls = [AIMessage("", tool_calls=[{"name": "chart", "args": {"ticker": f"T{i}"}, "id": f"c{i}",
+                                        "type": "tool_call"}]) for i in range(6)]
+    rec = Recorder()
+    fold = SummarizeMiddleware(LabModel(), trigger=("messages", 6), keep=("messages", 2))
+    model = Scripted(messages=iter([*calls, AIMessage("done")]))
+    agent = create_agent(model, [chart], middleware=[fold, rec], checkpointer=InMemorySaver())
+    run = scenario.capture(agent, "charts", rec, config={"configurable": {"thread_id": "x"}})
+    assert run.error is None and len(events_of(run.state)) == 2
+    archive = run.files["/conversation_history/x.md"]
+    kept = [b for s in read_archive(archive) for m in s.messages if isinstance(m.content, list)
+            for b in m.content if isinstance(b, dict) and b.get("type") == "image"]
+    assert kept and all(b == PNG for b in kept)

@@ -5,8 +5,8 @@
 (``labkit.summarize.archive``), asks the model for a four-part summary and records an
 ``Event`` in private state — ``state["messages"]`` is never touched; a ``ContextOverflowError``
 forces one more compaction and one retry; ``manual_tool=True`` adds ``compact_conversation``.
-What it leaves out: media in the folded range (deepagents uploads it; here it is an error, while
-media outside it is counted as its data) and argument truncation (``labkit.offload``).
+What it leaves out: uploading media apart as deepagents does (an image is archived with its
+message and counted as its data) and argument truncation (``labkit.offload``).
 """
 
 from __future__ import annotations
