@@ -29,8 +29,10 @@ def test_the_floor_counts_every_request_and_raw_result_where_it_says(order, monk
     floor_inrun = _floor_inrun()
     seen: list[tuple[str, str]] = []  # (who, tool call id): who weighed each raw result, in order
     real_evict = OffloadMiddleware._evict_result
-    monkeypatch.setattr(OffloadMiddleware, "_evict_result",
-                        lambda self, m: seen.append(("labkit", m.tool_call_id)) or real_evict(self, m))
+    def evict(self, m, *twin):
+        seen.append(("labkit", m.tool_call_id))
+        return real_evict(self, m, *twin)
+    monkeypatch.setattr(OffloadMiddleware, "_evict_result", evict)
     made = []
     floor = floor_inrun.Floor(floor_inrun.OwnCounter(), fresh=lambda tool: made.append(tool.name) or tool)
     real_count = floor.count
