@@ -5,10 +5,11 @@ Used by: ``labkit.scenario.harness`` (every agent ``scenario.agent`` builds). la
 message list again (memory grows with the square of a run's length: ~450 MB at 200 model calls)
 and each load deserializes it again, so every message is a new object and every identity cache
 downstream misses. This one keeps every version too — ``get_state_history``, replay and forks
-answer as ``InMemorySaver``'s do — but as the objects the graph produced (nothing in langgraph
-changes a channel's value in place; a caller is handed its own list or dict of them): a list that
-extends the one before shares one list with it (a *spine*), each version reading its prefix. A
-delta channel's history (deepagents' ``files``) is answered from each checkpoint's answer.
+answer as ``InMemorySaver``'s do — but as the objects the graph produced (a caller gets its own
+list or dict of them; a message changed in place changes every checkpoint that holds it, so nothing
+may do that): a list that extends the one before shares one list with it (a *spine*), each version
+reading its prefix. A delta channel's history (deepagents' ``files``) is answered from each
+checkpoint's answer.
 """
 
 from __future__ import annotations

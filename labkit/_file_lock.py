@@ -82,7 +82,8 @@ def _database_of(store: Any) -> tuple[Any, Path | None]:
         if file:  # "" for an in-memory database
             real = Path(os.path.realpath(file))
             found = (("sqlite", str(real)), real)
-    elif isinstance(dsn := getattr(getattr(conn, "info", None), "dsn", None), str):
+    elif isinstance(dsn := getattr(getattr(conn, "info", None), "dsn", None)  # psycopg's connection
+                    or getattr(conn, "conninfo", None), str):  # or psycopg_pool's pool
         found = (("postgres", dsn), None)
     try:
         _DATABASES[store] = found
@@ -109,9 +110,16 @@ def _folder_lock(real: Path | None):
     real.parent.mkdir(parents=True, exist_ok=True)
     fd = os.open(real.parent, os.O_RDONLY)
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        except OSError:  # a folder that cannot be flocked (NFS emulates flock with fcntl locks,
+            pass  # which a read-only open cannot take): this process's lock alone
         yield
     finally:
-        os.close(fd)  # closing releases the lock
+        try:
+            fcntl.flock(fd, fcntl.LOCK_UN)  # before closing: a child forked meanwhile shares the fd
+        except OSError:
+            pass
+        os.close(fd)
 
 

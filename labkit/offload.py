@@ -17,6 +17,7 @@ import hashlib
 import re
 import threading
 import warnings
+import weakref
 from collections.abc import Callable, Sequence
 from operator import is_
 from typing import Any
@@ -222,7 +223,7 @@ class OffloadMiddleware(AgentMiddleware):
         self.evicted: list[str] = []  # paths written, in order (for the lessons)
         self.weighed: list[int] = []  # every result's tokens, as compared with tool_limit, in order
         self._stubs: dict[tuple, str] = {}
-        self._twins: dict[tuple, int] = {}  # (reply, id) -> calls with that id seen, when ids repeat
+        self._twins: dict[int, dict] = {}  # id(reply) -> {call id: calls seen}, when a reply repeats ids
         self._carried, self._last_view = Carried(), ([], None)  # the last call's view (labkit._same)
         self._lock = threading.Lock()
 
@@ -271,16 +272,18 @@ class OffloadMiddleware(AgentMiddleware):
         return result
 
     def _twin(self, request) -> int:
-        """Which of the reply's calls with this id ``request`` is, 1 for an id used once: a model that
-        gives two parallel calls one id gets two files, though a state backend shows neither write
-        to the other (the order they are taken in does not matter: each gets its own)."""
+        """Which of the reply's calls with this id ``request`` is (1 for an id used once): two parallel
+        calls given one id get two files, though a state backend shows neither write to the other."""
         state = getattr(request, "state", None)
-        messages = state.get("messages") if isinstance(state, dict) else None
-        reply, call_id = (messages[-1] if messages else None), request.tool_call.get("id")
+        reply = (state.get("messages") or [None])[-1] if isinstance(state, dict) else None
+        call_id = request.tool_call.get("id")
         if sum(c.get("id") == call_id for c in getattr(reply, "tool_calls", None) or ()) < 2:
             return 1
-        with self._lock:
-            n = self._twins[(id(reply), call_id)] = self._twins.get((id(reply), call_id), 0) + 1
+        with self._lock:  # forgotten with the reply: no leak, no id reused
+            if (seen := self._twins.get(id(reply))) is None:
+                seen = self._twins[id(reply)] = {}
+                weakref.finalize(reply, self._twins.pop, id(reply), None)
+            seen[call_id] = n = seen.get(call_id, 0) + 1
         return n
 
     def wrap_tool_call(self, request, handler: Callable):

@@ -93,3 +93,42 @@ def test_two_parallel_calls_with_one_id_keep_both_results_in_state(call_id):
         company = "Alder" if "Alder row 0" in stub.text else "Birch"
         content = state["files"][path]["content"]
         assert (content if isinstance(content, str) else "\n".join(content)).startswith(f"{company} row 0")
+
+
+def test_a_child_forked_while_the_lock_is_held_does_not_keep_the_folder_locked(tmp_path):
+    """A pre-fork server forks while a thread offloads: the parent's unlock frees the folder, though
+    the child still holds a copy of the descriptor."""
+    import fcntl
+    import os
+
+    from labkit._file_lock import locked
+
+    backend = FilesystemBackend(root_dir=str(tmp_path), virtual_mode=True)
+    with locked(backend, "/large_tool_results/call_0"):
+        child = os.fork()
+        if child == 0:
+            time.sleep(3)
+            os._exit(0)
+    fd = os.open(tmp_path / "large_tool_results", os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # raises BlockingIOError while the child holds it
+    finally:
+        os.close(fd)
+        os.kill(child, 9)
+        os.waitpid(child, 0)
+
+
+def test_a_folder_that_cannot_be_flocked_still_offloads(tmp_path, monkeypatch):
+    """On NFS a read-only folder cannot take flock's emulated lock: the write goes on under this
+    process's lock alone instead of keeping every result in the context."""
+    import fcntl
+
+    def refuse(fd, op):
+        if op & fcntl.LOCK_EX:
+            raise OSError(9, "Bad file descriptor")
+    monkeypatch.setattr(fcntl, "flock", refuse)
+    disk = FilesystemBackend(root_dir=str(tmp_path), virtual_mode=True)
+    call = SimpleNamespace(tool_call={"name": "fetch", "id": "call_0"})
+    out = OffloadMiddleware(backend=disk, tool_limit=100).wrap_tool_call(
+        call, lambda r: ToolMessage("row\n" * 500, tool_call_id="call_0"))
+    assert (tmp_path / out.additional_kwargs[OFFLOADED].lstrip("/")).read_text().startswith("row")

@@ -137,9 +137,10 @@ def run(
 def capture(graph, turns: str | Iterable[str], recorder: Recorder | None = None, *,
             config: dict[str, Any] | None = None, files: dict[str, Any] | None = None) -> Run:
     """Drive a compiled agent through ``turns`` (one user message, or several) and keep what
-    happened as a :class:`Run` — the state it reached, ``recorder``'s records of it (a Recorder
-    used before keeps its other threads' records to itself), and the error that ended it, if one
-    did. Notebook 16: bring your own agent, even one that fails.
+    happened as a :class:`Run` — the state it reached, ``recorder``'s records of that thread (a
+    Recorder shared by several captures keeps the others' records to itself; a resumed thread's
+    earlier records come too), and the error that ended it, if one did. Notebook 16: bring your own
+    agent, even one that fails.
 
     ``graph`` is any agent ``create_agent`` / ``create_deep_agent`` built, with a
     ``labkit.Recorder`` last in its middleware (pass the same ``recorder`` here). It is read back
@@ -155,6 +156,7 @@ def capture(graph, turns: str | Iterable[str], recorder: Recorder | None = None,
         >>> # run = scenario.capture(agent, "Prepare the weekly report", rec); run.save("my_run.json")
     """
     c = _Capture(graph, turns, recorder, config, files)
+    c.resumed = bool(c.thread and c.graph.get_state(c.config).values.get("messages"))
     error, done = None, 0
     for update in c.updates():
         try:
@@ -171,6 +173,7 @@ async def acapture(graph, turns: str | Iterable[str], recorder: Recorder | None 
     """:func:`capture` for an agent that must be run asynchronously — async-only tools (an MCP
     adapter's), an async checkpointer: ``run = await scenario.acapture(agent, turns, rec)``."""
     c = _Capture(graph, turns, recorder, config, files)
+    c.resumed = bool(c.thread and (await c.graph.aget_state(c.config)).values.get("messages"))
     error, done = None, 0
     for update in c.updates():
         try:
@@ -192,6 +195,7 @@ class _Capture:
         self.config["configurable"] = {"thread_id": "labkit", **self.config.get("configurable", {})}
         self.thread = str(self.config["configurable"]["thread_id"])
         self.start, self.graph, self.seed = len(self.recorder.records), graph, _seed_files(files)
+        self.resumed = False  # the thread had turns before: their records belong to the Run too
         if getattr(graph, "checkpointer", None) is None:  # a fresh thread: only this capture's records
             self.graph, self.thread = graph.copy(update={"checkpointer": InMemorySaver()}), None
 
@@ -201,10 +205,10 @@ class _Capture:
             yield {"messages": [HumanMessage(text)], **({"files": self.seed} if self.seed and not n else {})}
 
     def run(self, state, error: BaseException | None, done: int) -> Run:
-        # a Recorder reused across captures: this capture's records, and earlier ones of this thread
-        # (its state holds all its turns)
-        records = [r for i, r in enumerate(self.recorder.records)
-                   if i >= self.start or (self.thread and r.thread == self.thread)]
+        # a Recorder shared by captures, even at once: this thread's records since this capture
+        # began, and before it too when the thread was resumed (its state holds those turns)
+        records = [r for i, r in enumerate(self.recorder.records) if (i >= self.start or self.resumed)
+                   and (self.thread is None or r.thread == self.thread)]
         return _as_run(dict(state), records, error, done)
 
 

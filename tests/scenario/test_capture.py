@@ -155,3 +155,30 @@ def test_acapture_runs_an_agent_whose_tools_are_async_only():
     run = asyncio.run(scenario.acapture(agent(recorder), "BRLM?", recorder))
     assert run.error is None and run.turns_completed == 1 and run.messages[-1].text == "BRLM is 42."
     assert len(run.records) == 2 and run.records == recorder.records
+
+
+def test_a_shared_recorder_keeps_runs_apart_at_once_and_on_fresh_checkpointers():
+    """Two captures at once on one Recorder (acapture, gathered) each get their own thread's
+    records; two scenario.run calls (each its own checkpointer, one thread id) each get only
+    their own."""
+    import asyncio
+
+    from labkit import replay
+
+    recorder = Recorder()
+    agent = create_agent(LabModel(window=1_000_000), tools=scenario.tools(), middleware=[recorder],
+                         checkpointer=InMemorySaver())
+
+    async def both():
+        def on(thread):
+            return {"configurable": {"thread_id": thread}}
+        needle = scenario.NEEDLE_QUESTION
+        return await asyncio.gather(scenario.acapture(agent, scenario.TURNS[:1], recorder, config=on("a")),
+                                    scenario.acapture(agent, needle, recorder, config=on("b")))
+    a, b = asyncio.run(both())
+    assert {r.thread for r in a.records} == {"a"} and {r.thread for r in b.records} == {"b"}
+    shared = Recorder()
+    first = scenario.run(LabModel(window=1_000_000), recorder=shared, turns=scenario.TURNS[:1])
+    second = scenario.run(LabModel(window=1_000_000), recorder=shared, turns=[scenario.NEEDLE_QUESTION])
+    assert len(first.records) + len(second.records) == len(shared.records)
+    replay.replay(second, window=32_000)  # its records agree with its messages
