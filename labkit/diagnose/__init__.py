@@ -97,19 +97,13 @@ def diagnose(run, model=None) -> list[Finding]:
     Notebook 16.
 
     ``model`` (the chat model the run used) is needed for one symptom only: the no-profile trap,
-    which a run's records cannot show by themselves. Nothing found: an empty list; a run whose model
-    answered but that has no records (no Recorder was passed to ``capture``): ``ValueError``. The thresholds
+    which a run's records cannot show by themselves. Nothing found: an empty list. The thresholds
     are read when it is called, so ``diagnose.COST_GROWTH = 30`` changes the next diagnosis.
 
     Example:
         >>> # diagnose(scenario.run(LabModel(window=128_000)))[0].key
         >>> # 'hard_overflow'
     """
-    answered = sum(getattr(m, "type", None) == "ai" for m in getattr(run, "messages", None) or ())
-    if answered and not getattr(run, "records", None):
-        raise ValueError(f"diagnose reads a run's records, and this run has none though its model answered "
-                         f"{answered} times: put a labkit.Recorder last in the agent's middleware and pass "
-                         "that Recorder to scenario.capture(agent, turns, recorder)")
     limits = {"COST_MIN_TOKENS": COST_MIN_TOKENS, "COST_GROWTH": COST_GROWTH, "TAX_SHARE": TAX_SHARE,
               "TAX_MIN_TOKENS": TAX_MIN_TOKENS, "RAW_REPLY_TOKENS": RAW_REPLY_TOKENS,
               "CACHE_READ_SHARE": CACHE_READ_SHARE, "CACHE_MIN_TOKENS": CACHE_MIN_TOKENS}
