@@ -83,6 +83,14 @@ def _calls_of(records: Sequence[CallRecord]) -> list[CallRecord]:
     return out
 
 
+def _said(message) -> str:
+    """A message's text and tool calls, or its text alone when it also holds an image."""
+    try:
+        return message_text(message)
+    except ValueError:
+        return message_text(message, text_only=True)
+
+
 def trajectory(run: Any, counter: TokenCounter | None = None) -> Trajectory:
     """Measure a recorded run once (``scenario.Run``, or anything with ``messages`` and
     ``records``): per-message tokens, prefix sums, the calls and their fixed part. Notebook 09."""
@@ -106,7 +114,7 @@ def trajectory(run: Any, counter: TokenCounter | None = None) -> Trajectory:
                 "record the run with labkit's SummarizeMiddleware or deepagents' summarization, which "
                 "keep it, or with one Recorder per thread")
         last = r.messages_stored
-    counter = counter or TokenCounter()
+    counter = counter or TokenCounter(non_text="count")  # as the Recorder counted the run
     sizes = [counter.message(m) for m in messages]
     kinds = [kind_of(m) for m in messages]
     prefix, by_kind = [0], {k: [0] for k in MESSAGE_KINDS}
@@ -117,7 +125,7 @@ def trajectory(run: Any, counter: TokenCounter | None = None) -> Trajectory:
     xml = [xml_text(m) for m in messages]  # each message as a summary prompt renders it
     xml_prefix = list(accumulate(map(counter.text, xml), initial=0))  # counter.text: once per text
     the_needle = needle()
-    needle_at = [i for i, m in enumerate(messages) if the_needle.find(message_text(m))]
+    needle_at = [i for i, m in enumerate(messages) if the_needle.find(_said(m))]
     return Trajectory(
         messages=messages, calls=[r.messages_stored for r in calls],
         fixed=[r.by_kind["system"] + r.by_kind["tools"] for r in calls],

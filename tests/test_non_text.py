@@ -118,3 +118,14 @@ def test_a_fold_over_images_archives_them_with_their_messages():
     kept = [b for s in read_archive(archive) for m in s.messages if isinstance(m.content, list)
             for b in m.content if isinstance(b, dict) and b.get("type") == "image"]
     assert kept and all(b == PNG for b in kept)
+
+
+def test_replay_and_the_knobs_read_a_run_with_an_image_as_the_recorder_counted_it():
+    from labkit import replay, widgets
+
+    rec = Recorder()
+    agent, _ = _agent_with_an_image([rec])
+    run = scenario.capture(agent, "BRLM chart", rec)
+    again = replay.replay(run, window=1_000_000)
+    assert list(again.seen) == [r.seen for r in run.records]
+    assert "not a valid setting" not in widgets.knobs_result(run)["status"]
