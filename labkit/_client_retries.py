@@ -31,7 +31,7 @@ def without_client_retries(model: BaseChatModel) -> BaseChatModel:
         # Google's SDK reads 0 as "its default, 5 retries": 1 is one attempt (langchain-google-genai)
         once = 1 if type(model).__module__.startswith("langchain_google_genai") else 0
         copy = model.model_copy(update={"max_retries": once})
-        for cached in ("_client", "_async_client"):
+        for cached in ("_client_params", "_client", "_async_client"):  # built from max_retries once used
             copy.__dict__.pop(cached, None)
         return copy
     return model.model_copy()

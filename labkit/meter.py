@@ -15,7 +15,6 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import itertools
-import json
 import threading
 import time
 from collections.abc import Callable
@@ -27,6 +26,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage
 
 from labkit._client_retries import without_client_retries
+from labkit._request_parts import EXTRAS, schema_text, with_model_kwargs
 from labkit.caching import PrefixCache
 from labkit.errors import explain, is_overflow, kind, provider_message, retry_after, retryable, status_of
 from labkit.tokens import TokenCounter
@@ -38,7 +38,6 @@ __all__ = ["BudgetExceeded", "Meter", "Sent"]
 _INSIDE: contextvars.ContextVar[frozenset] = contextvars.ContextVar("labkit_inside", default=frozenset())
 # the request's run manager: langchain streams a model (streaming=True) without handing it to _stream
 _CALLER: contextvars.ContextVar[Any] = contextvars.ContextVar("labkit_caller", default=None)
-_EXTRAS = ("response_format", "functions")  # request parts sent beside the tools (structured output)
 
 
 class BudgetExceeded(ModelError):
@@ -53,8 +52,9 @@ class BudgetExceeded(ModelError):
 class Sent:
     """One request the meter saw (notebook 01). ``tokens``: labkit's count of what it carried;
     ``reported_input`` / ``output_tokens``: the provider's usage, ``None`` when it reported none;
-    ``outcome``: ``"ok"``, ``"retried"``, ``"overflow"``, ``"failed"``, ``"not sent"`` (the cap
-    refused it) or ``"not delivered"`` (no connection: nothing reached the provider)."""
+    ``outcome``: ``"ok"``, ``"retried"``, ``"overflow"``, ``"failed"``, ``"cut off"`` (cancelled or
+    left mid-reply: sent, never answered), ``"not sent"`` (the cap refused it) or ``"not delivered"``
+    (no connection: nothing reached the provider)."""
 
     number: int
     who: str
@@ -99,7 +99,7 @@ class Meter:
         self.wait, self.max_wait, self.sleep = wait, max_wait, sleep
         self.requests: list[Sent] = []
         self.stopped: str | None = None  # the line that said why the run stopped at the cap
-        self.counter = TokenCounter(non_text="count")
+        self.counter = TokenCounter(non_text="count", by_object=False)
         self._lock = threading.Lock()
         self._out_lock = threading.Lock()  # children run in parallel: one whole line at a time
         self._parent: list[str | None] = []  # the agent name of the first request: the parent's
@@ -130,9 +130,9 @@ class Meter:
     def blocks(self, messages: list[BaseMessage], kwargs: dict[str, Any]) -> list[tuple[Any, int]]:
         """The request as ``labkit.caching`` reads it: the tools and schemas, then each message,
         each with its tokens."""
-        tools, extras = kwargs.get("tools") or [], [_schema_text(kwargs[k]) for k in _EXTRAS if kwargs.get(k)]
+        tools, extras = kwargs.get("tools") or [], [schema_text(kwargs[k]) for k in EXTRAS if kwargs.get(k)]
         tokens = sum(self.counter.tool(t) for t in tools) + sum(map(self.counter.text, extras))
-        out: list[tuple[Any, int]] = [("|".join([*map(_schema_text, tools), *extras]), tokens)]
+        out: list[tuple[Any, int]] = [("|".join([*map(schema_text, tools), *extras]), tokens)]
         out += ((m, self.counter.message(m)) for m in messages)  # an image: its data's BPE
         return out
 
@@ -220,6 +220,11 @@ class Meter:
         if bad:
             reply += f" and {bad} malformed tool call(s)"
         self._say(self._line(record, reply))
+
+    def _cut_off(self, record: Sent, stop: BaseException) -> None:
+        """A request that left and was never answered (counted: the provider may bill it)."""
+        record.outcome = "cut off"
+        self._say(self._line(record, f"cut off before the reply ended ({type(stop).__name__})"))
 
     def _line(self, r: Sent, what: str) -> str:
         retry = f" (retry {r.attempt - 1})" if r.attempt > 1 else ""
@@ -320,13 +325,6 @@ def _partial(model: Any, got: list, error: Exception) -> bool:
         and kind(error) != "connection refused"
 
 
-def _schema_text(value: Any) -> str:
-    """A structured-output schema as JSON text (a pydantic class by its JSON schema)."""
-    if hasattr(value, "model_json_schema"):
-        value = value.model_json_schema()
-    return json.dumps(value, ensure_ascii=False, default=str)
-
-
 def _first_message(pieces: list) -> Any:
     generations = pieces[0].generations if pieces else []
     return generations[0].message if generations else None
@@ -336,7 +334,7 @@ def _sent(meter: Meter, model, messages, run_manager, kwargs, pieces, reply):
     """One request through the meter: admitted (or refused) before each attempt, its pieces
     yielded as they come (``_INSIDE`` set while the model makes each), retried while the meter
     says so, and shown with ``reply(pieces)`` when done."""
-    who, blocks = meter._who(run_manager), meter.blocks(messages, kwargs)
+    who, blocks = meter._who(run_manager), meter.blocks(messages, with_model_kwargs(model, kwargs))
     tokens = sum(n for _, n in blocks)
     for attempt in itertools.count(1):
         record, got = meter._admit(who, tokens, attempt), []
@@ -357,13 +355,16 @@ def _sent(meter: Meter, model, messages, run_manager, kwargs, pieces, reply):
         except Exception as error:
             meter.sleep(meter._failed(record, error, model, _partial(model, got, error)))
             continue
+        except BaseException as stop:  # cancelled, a stream left, an interrupt: sent, not answered
+            meter._cut_off(record, stop)
+            raise
         meter._done(record, reply(got), blocks)
         return
 
 
 async def _asent(meter: Meter, model, messages, run_manager, kwargs, pieces, reply):
     """:func:`_sent` for async calls and streams."""
-    who, blocks = meter._who(run_manager), meter.blocks(messages, kwargs)
+    who, blocks = meter._who(run_manager), meter.blocks(messages, with_model_kwargs(model, kwargs))
     tokens = sum(n for _, n in blocks)
     for attempt in itertools.count(1):
         record, got = meter._admit(who, tokens, attempt), []
@@ -385,5 +386,8 @@ async def _asent(meter: Meter, model, messages, run_manager, kwargs, pieces, rep
             wait = meter._failed(record, error, model, _partial(model, got, error))
             await (asyncio.sleep(wait) if meter.sleep is time.sleep else asyncio.to_thread(meter.sleep, wait))
             continue
+        except BaseException as stop:
+            meter._cut_off(record, stop)
+            raise
         meter._done(record, reply(got), blocks)
         return

@@ -84,8 +84,8 @@ _IN_TOOL_CALLS = frozenset({"tool_use", "tool_call", "tool_call_chunk", "invalid
 
 def message_text(message: BaseMessage, *, text_only: bool = False) -> str:
     """The text a message puts in the context: its text and reasoning blocks, joined by newlines,
-    plus the name and JSON arguments of each tool call. Notebook 06 (every count of notebook 02
-    goes through it).
+    plus the name and JSON arguments of each tool call (an invalid call's raw arguments too).
+    Notebook 06 (every count of notebook 02 goes through it).
 
     A provider's own blocks — OpenAI's Responses API ``reasoning`` summaries and ``function_call``
     items (``create_deep_agent`` uses that API for ``openai:`` models), Anthropic's server tools —
@@ -106,6 +106,11 @@ def message_text(message: BaseMessage, *, text_only: bool = False) -> str:
     calls = [] if text_only else tool_calls_of(message) or []
     for call in calls:
         parts.append(call["name"] + json.dumps(call.get("args", {}), ensure_ascii=False, sort_keys=True))
+    if not text_only:  # sent too: a call whose arguments were not JSON, a legacy function call
+        legacy = message.additional_kwargs.get("function_call")
+        for bad in [*(getattr(message, "invalid_tool_calls", None) or ()), *([legacy] if legacy else [])]:
+            if isinstance(bad, dict):
+                parts.append(str(bad.get("name") or "") + str(bad.get("args") or bad.get("arguments") or ""))
     return "\n".join(p for p in parts if p)
 
 
@@ -183,6 +188,8 @@ class TokenCounter:
     BPE of its whole content, data included — more than a provider bills, never less — where the
     default raises: the instruments (``Recorder``, ``Meter``) and the middleware use it, so an
     agent that sends an image still runs and its caps still hold; the lab model's own count raises.
+    ``by_object=False`` reads every message's text again rather than trusting an object counted
+    before: the Meter's cap, which a key set inside a message's content must not slip past.
 
     Example:
         >>> counter = TokenCounter()
@@ -190,11 +197,12 @@ class TokenCounter:
         2
     """
 
-    def __init__(self, encoding_name: str = DEFAULT_ENCODING, non_text: str = "raise") -> None:
+    def __init__(self, encoding_name: str = DEFAULT_ENCODING, non_text: str = "raise", *,
+                 by_object: bool = True) -> None:
         if non_text not in ("raise", "count"):
             raise ValueError(f"TokenCounter: non_text must be 'raise' or 'count', not {non_text!r}")
         self.encoding_name = encoding_name
-        self.non_text = non_text
+        self.non_text, self.by_object = non_text, by_object
         self._cache: dict[tuple[str, str], int] = {}  # (role, text) -> tokens
         self._same = _SAME_OBJECTS.setdefault(encoding_name, SameObjects())  # speed only, shared
         self.misses = 0
@@ -212,7 +220,7 @@ class TokenCounter:
 
     def message(self, message: BaseMessage) -> int:
         """Tokens of one message: its text plus ``TOKENS_PER_MESSAGE`` of framing."""
-        hit = self._same.get(message)
+        hit = self._same.get(message) if self.by_object else None
         if hit is not None:  # this very object, counted by some counter of this encoding
             key, n = hit
             if key not in self._cache:

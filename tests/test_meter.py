@@ -108,6 +108,80 @@ def test_a_streaming_model_tells_subagents_from_the_parent_as_a_plain_one_does(m
     assert who[True] == who[False] and {"parent", "subagent general-purpose"} <= set(who[True])
 
 
+def test_a_malformed_tool_call_is_counted_and_capped_as_it_is_sent(monkeypatch):
+    """A reply's call cut off mid-JSON (a long write at max_tokens) is re-sent on every later
+    request: counted, so the cap stops the request that carries it."""
+    from langchain.agents import create_agent
+    from langchain_core.tools import tool
+
+    def long_bad_call(self, number, calls):
+        return [{"id": f"call_{number}_bad", "type": "function", "function": {
+            "name": "fetch_market_data", "arguments": '{"ticker": "BRLM", "note": "' + "revenue " * 3000}}] \
+            if calls else []
+    monkeypatch.setattr(OpenAIServer, "extra_calls", long_bad_call)
+
+    @tool
+    def fetch_market_data(ticker: str) -> str:
+        """Fetch market data."""
+        return f"{ticker}: revenue 1.0"
+
+    with OpenAIServer() as server:
+        meter = Meter(cap=2_000, out=None)
+        with pytest.raises(BudgetExceeded):
+            create_agent(meter.attach(chat(server)), tools=[fetch_market_data]).invoke(
+                {"messages": [HumanMessage("Report on Brightloom and Corvid.")]})
+        refused = meter.requests[-1]
+        assert server.received <= meter.cap and refused.outcome == "not sent" and refused.tokens > meter.cap
+
+
+def test_what_the_model_sends_on_every_call_and_edits_inside_a_message_are_counted():
+    """A response_format set in model_kwargs is sent with every request; a message whose content
+    list was edited in place is sent at its new size; either way the cap sees it."""
+    from pydantic import BaseModel, Field
+
+    class Report(BaseModel):
+        summary: str = Field(description="Cover revenue, margins and risks. " * 300)
+
+    schema = {"type": "json_schema", "json_schema": {"name": "Report", "schema": Report.model_json_schema()}}
+    with OpenAIServer() as server:
+        meter = Meter(cap=1_000, out=None)
+        with pytest.raises(BudgetExceeded):
+            meter.attach(chat(server, model_kwargs={"response_format": schema})).invoke("hi")
+        assert server.received == 0
+        meter = Meter(cap=1_000, out=None)
+        model, message = meter.attach(chat(server)), HumanMessage([{"type": "text", "text": "hi"}])
+        model.invoke([message])
+        message.content[0]["text"] = "revenue " * 5000
+        with pytest.raises(BudgetExceeded):
+            model.invoke([message])
+        assert server.received < meter.cap
+
+
+def test_a_request_cancelled_before_its_reply_is_shown_as_cut_off():
+    """asyncio.wait_for gives up on a slow reply: the request left (counted) and is shown as cut
+    off, not as answered."""
+    with OpenAIServer(behaviours=("slow",)) as server:
+        lines = []
+        meter = Meter(cap=10_000, out=lines.append)
+        model = meter.attach(chat(server))
+        with pytest.raises(asyncio.TimeoutError):
+            asyncio.run(asyncio.wait_for(model.ainvoke("hi"), 0.15))
+    assert meter.requests[-1].outcome == "cut off" and meter.sent == meter.requests[-1].tokens
+    assert "cut off before the reply ended" in lines[-1]
+
+
+def test_an_anthropic_model_used_before_attach_sends_each_request_once():
+    """ChatAnthropic caches its client's parameters (max_retries among them) on first use: the
+    meter's copy rebuilds them, so the SDK does not retry behind the meter."""
+    from langchain_anthropic import ChatAnthropic
+
+    from labkit._client_retries import without_client_retries
+
+    model = ChatAnthropic(model="claude-haiku-4-5", api_key="k", base_url="http://127.0.0.1:9")
+    assert model._client_params["max_retries"] == 2  # cached, as after a first call
+    assert without_client_retries(model)._client_params["max_retries"] == 0
+
+
 def test_retries_are_shown_counted_and_capped(your_model):
     """A 429 (Retry-After: 0) and a 500 on requests 2 and 3 (the second call, tried three times),
     a reset on request 5: each is a line saying it is retried, each counted as sent (the server
