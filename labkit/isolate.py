@@ -130,7 +130,8 @@ def cap_output(text: str, cap: int | None, name: str = "subagent",
     ids = enc.encode(text, disallowed_special=())
     if cap is None or len(ids) <= cap:
         return text, len(ids)
-    return enc.decode(ids[:cap]) + TRUNCATED.format(name=name, cap=cap, total=len(ids)), len(ids)
+    kept = enc.decode_bytes(ids[:cap]).decode("utf-8", "ignore")  # a character cut in two: left out
+    return kept + TRUNCATED.format(name=name, cap=cap, total=len(ids)), len(ids)
 
 
 # -- the middleware ------------------------------------------------------------------------------

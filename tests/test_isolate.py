@@ -715,3 +715,13 @@ def test_context_tokens_plot_shows_peaks_and_totals(report, naive):
         r["input tokens"] for r in cost_rows(run, iso.children))
     with pytest.raises(ValueError, match="non-empty list"):
         plots.context_tokens({"x": {"parent": []}})
+
+
+def test_a_cap_that_falls_inside_a_character_leaves_it_out_whole():
+    """An emoji or a rare CJK character spans several BPE tokens: a cap between them keeps no
+    replacement character (U+FFFD) in the reply the parent reads."""
+    from labkit.isolate import cap_output
+
+    for cap in range(1, 12):
+        text, total = cap_output("研究结果 🚀🔥 龘靐齉" * 3, cap)
+        assert "\ufffd" not in text and total > cap
