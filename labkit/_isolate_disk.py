@@ -59,15 +59,26 @@ def recording(backend: Any) -> tuple[Any, dict[str, str] | None]:
     async def aedit(self, path, *args, **kwargs):
         return note(self, path, await cls.aedit(self, path, *args, **kwargs))
 
+    def gone(path: str, result: Any) -> Any:  # a deletion is a change too (None: deleted)
+        if getattr(result, "error", None) is None:
+            wrote[path] = None
+        return result
+
+    def delete(self, path):
+        return gone(path, cls.delete(self, path))
+
+    async def adelete(self, path):
+        return gone(path, await cls.adelete(self, path))
+
     mine = copy.copy(backend)
-    mine.__class__ = type(f"Recording{cls.__name__}", (cls,),
-                          {"write": write, "awrite": awrite, "edit": edit, "aedit": aedit})
+    mine.__class__ = type(f"Recording{cls.__name__}", (cls,), {
+        "write": write, "awrite": awrite, "edit": edit, "aedit": aedit, "delete": delete, "adelete": adelete})
     return mine, wrote
 
 
 def as_files(wrote: Mapping[str, str]) -> dict[str, Any]:
-    """The notes as deepagents file data, to settle like files in state."""
-    return {path: create_file_data(text) for path, text in wrote.items()}
+    """The notes as deepagents file data, to settle like files in state (``None``: deleted)."""
+    return {path: None if text is None else create_file_data(text) for path, text in wrote.items()}
 
 
 def restore_claims(backend: Any, conflicts: list, texts: Mapping[str, str], update: dict[str, Any],
@@ -81,6 +92,8 @@ def restore_claims(backend: Any, conflicts: list, texts: Mapping[str, str], upda
         first = texts.get(conflict.first.digest)
         if first is not None:
             backend.write(conflict.path, first)
+        elif conflict.first.digest is None:  # the first change deleted it: a later write is undone
+            backend.delete(conflict.path)
         if conflict.saved is not None:
             backend.write(conflict.saved, wrote[conflict.path])
             update.pop(conflict.saved, None)

@@ -274,9 +274,9 @@ class IsolateMiddleware(AgentMiddleware):
         outside = as_files(wrote)  # written to a disk or a store: settled like files in state
         self._texts.update({digest(data): wrote[path] for path, data in outside.items()})
         changed, conflicts = self._settle(state, tool_call_id, spec.name, {**changed, **outside})
+        run.files = sorted({*changed, *wrote})  # on a disk or a store too
         with self._lock:
             restore_claims(self.backend, conflicts, self._texts, changed, wrote)
-        run.files = sorted(changed)
         if changed:
             update["files"] = changed
             if error is not None:

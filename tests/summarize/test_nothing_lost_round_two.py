@@ -235,6 +235,47 @@ def test_stores_built_per_request_on_one_database_keep_every_section(tmp_path, w
     assert len(read_archive(text)) == 40 and errors == [None] * 40
 
 
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_a_child_deleting_on_disk_does_not_wipe_a_parallel_childs_edit(tmp_path, mode):
+    """On a FilesystemBackend one child edits a file while another (a step later) deletes it: the
+    edit, which came first, stands, the deletion is not applied and its child is told; both list
+    the file among the files they changed."""
+    import asyncio
+
+    from langchain_core.tools import tool
+
+    from labkit.isolate import IsolateMiddleware, SubagentSpec
+
+    def call(name, call_id, **args):
+        return {"name": name, "args": args, "id": call_id, "type": "tool_call"}
+
+    @tool
+    def wait() -> str:
+        """Wait a moment."""
+        time.sleep(0.5)
+        return "waited"
+
+    (tmp_path / "x.md").write_text("original notes")
+    edit = call("edit_file", "e1", file_path="/x.md", old_string="original", new_string="EDITED")
+    editor = Scripted(messages=iter([AIMessage("", tool_calls=[edit]), AIMessage("edited")]))
+    deleter = Scripted(messages=iter([AIMessage("", tool_calls=[call("wait", "w1")]), AIMessage(
+        "", tool_calls=[call("delete", "d1", file_path="/x.md")]), AIMessage("deleted")]))
+    specs = [SubagentSpec(name="editor", description="e", system_prompt="e", model=editor),
+             SubagentSpec(name="deleter", description="d", system_prompt="d", tools=[wait], model=deleter)]
+    disk = FilesystemBackend(root_dir=tmp_path, virtual_mode=True)
+    iso = IsolateMiddleware(LabModel(), specs, backend=disk)
+    parent = Scripted(messages=iter([AIMessage("", tool_calls=[
+        call("task", "t0", description="edit", subagent_type="editor"),
+        call("task", "t1", description="delete", subagent_type="deleter")]), AIMessage("done")]))
+    agent = create_agent(parent, tools=[], middleware=[iso])
+    payload = {"messages": [HumanMessage("go")]}
+    state = agent.invoke(payload) if mode == "sync" else asyncio.run(agent.ainvoke(payload))
+    assert (tmp_path / "x.md").read_text() == "EDITED notes"
+    told = {m.tool_call_id: m for m in state["messages"] if isinstance(m, ToolMessage)}
+    assert told["t1"].status == "error" and "/x.md" in told["t1"].text and told["t0"].status == "success"
+    assert {c.tool_call_id: c.files for c in iso.children} == {"t0": ["/x.md"], "t1": ["/x.md"]}
+
+
 # -- 4. word for word ----------------------------------------------------------------------------
 
 REAL = [
