@@ -24,10 +24,21 @@ __all__ = ["recording", "restore_claims"]
 
 
 def _through_state(backend: Any) -> bool:
-    """Whether a backend's writes come back through state (or it is a factory deepagents calls)."""
+    """Whether all of a backend's writes come back through state (or it is a factory deepagents
+    calls); a ``CompositeBackend`` with a folder routed to a disk or a store is recorded, that
+    folder's writes noted (:func:`_outside`)."""
     return backend is None or isinstance(backend, StateBackend) or callable(backend) or (
         hasattr(backend, "default") and hasattr(backend, "routes")
-        and any(_through_state(b) for b in [backend.default, *backend.routes.values()]))
+        and all(_through_state(b) for b in [backend.default, *backend.routes.values()]))
+
+
+def _outside(backend: Any, path: str) -> bool:
+    """Whether a write to ``path`` goes outside state (a composite's route to a disk or a store)."""
+    route = getattr(backend, "_get_backend_and_key", None)
+    try:
+        return not callable(route) or not _through_state(route(path)[0])
+    except Exception:  # noqa: BLE001 - a path it refuses is refused by the write too
+        return True
 
 
 def recording(backend: Any) -> tuple[Any, dict[str, str] | None]:
@@ -39,7 +50,7 @@ def recording(backend: Any) -> tuple[Any, dict[str, str] | None]:
     cls = type(backend)
 
     def note(self: Any, path: str, result: Any, text: str | None = None) -> Any:
-        if getattr(result, "error", None) is None:
+        if getattr(result, "error", None) is None and _outside(self, path):
             if text is None:  # an edit: read back what the file holds now
                 found = cls.download_files(self, [path])[0]
                 text = None if found.content is None else found.content.decode("utf-8", "replace")
@@ -59,16 +70,16 @@ def recording(backend: Any) -> tuple[Any, dict[str, str] | None]:
     async def aedit(self, path, *args, **kwargs):
         return note(self, path, await cls.aedit(self, path, *args, **kwargs))
 
-    def gone(path: str, result: Any) -> Any:  # a deletion is a change too (None: deleted)
-        if getattr(result, "error", None) is None:
+    def gone(self: Any, path: str, result: Any) -> Any:  # a deletion is a change too (None: deleted)
+        if getattr(result, "error", None) is None and _outside(self, path):
             wrote[path] = None
         return result
 
     def delete(self, path):
-        return gone(path, cls.delete(self, path))
+        return gone(self, path, cls.delete(self, path))
 
     async def adelete(self, path):
-        return gone(path, await cls.adelete(self, path))
+        return gone(self, path, await cls.adelete(self, path))
 
     mine = copy.copy(backend)
     mine.__class__ = type(f"Recording{cls.__name__}", (cls,), {

@@ -296,6 +296,35 @@ def test_the_parents_own_write_on_disk_stands_against_a_childs_later_one(tmp_pat
     assert files["n.md"] == "PARENT NOTES" and sorted(files.values()) == ["CHILD NOTES", "PARENT NOTES"]
 
 
+def test_parallel_children_writing_a_folder_routed_to_a_store_keep_every_version():
+    """Notebook 13's layout — files in state, /memories/ routed to a store: three children write one
+    memory file at once; the first stands, the others are kept beside it and told."""
+    from deepagents.backends import CompositeBackend, StateBackend, StoreBackend
+    from deepagents.middleware.filesystem import FilesystemMiddleware
+    from langgraph.store.memory import InMemoryStore
+
+    from labkit.isolate import IsolateMiddleware, general_purpose
+
+    store = InMemoryStore()
+    team = StoreBackend(store=store, namespace=lambda rt: ("team",))
+    backend = CompositeBackend(default=StateBackend(), routes={"/memories/": team})
+    iso = IsolateMiddleware(LabModel(), [general_purpose()], backend=backend)
+
+    def task(i):
+        args = {"description": f"Please run write_file('/memories/notes.md', 'version {i}')",
+                "subagent_type": "general-purpose"}
+        return {"name": "task", "args": args, "id": f"t{i}", "type": "tool_call"}
+    fan = AIMessage("", tool_calls=[task(i) for i in range(3)])
+    parent = Scripted(messages=iter([fan, AIMessage("done")]))
+    files = FilesystemMiddleware(backend=backend)
+    state = create_agent(parent, tools=[], middleware=[files, iso], store=store).invoke(
+        {"messages": [HumanMessage("go")]})
+    kept = sorted(item.value["content"] for item in store.search(("team",)))
+    assert kept == ["version 0", "version 1", "version 2"], kept
+    told = [m for m in state["messages"] if isinstance(m, ToolMessage) and m.status == "error"]
+    assert len(told) == 2 and all("/memories/notes.md" in m.text for m in told)
+
+
 # -- 4. word for word ----------------------------------------------------------------------------
 
 REAL = [
