@@ -172,6 +172,8 @@ def _schema_json(tool: Any) -> str:
     """A tool's schema as providers send it: the JSON of its name, description and parameters."""
     if isinstance(tool, dict) and "function" in tool:
         return json.dumps(tool["function"], ensure_ascii=False)
+    if isinstance(tool, dict) and tool.get("type") == "function" and "name" in tool:  # Responses API
+        return json.dumps({k: v for k, v in tool.items() if k != "type"}, ensure_ascii=False)
     # the conversion LabModel.bind_tools made of this tool, if it made one (labkit._token_cache)
     return json.dumps(openai_schema(tool, convert_to_openai_tool)["function"], ensure_ascii=False)
 

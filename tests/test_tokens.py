@@ -362,3 +362,15 @@ def test_the_readme_gives_cl100k_against_o200k_on_the_first_turn():
         o200k, cl100k = TokenCounter("o200k_base"), TokenCounter("cl100k_base")
         gaps[language] = cl100k.messages(run.messages) / o200k.messages(run.messages) - 1
     assert abs(gaps["en"]) < 0.0015 and round(gaps["zh"], 3) == 0.079
+
+
+def test_a_responses_api_flat_tool_dict_is_counted_as_its_nested_form():
+    """The Responses API takes a tool as {"type": "function", "name", "description", "parameters"}:
+    counted as the same schema in chat-completions' nested form, not a KeyError."""
+    from labkit.tokens import TokenCounter
+
+    body = {"name": "lookup", "description": "Look a ticker up.",
+            "parameters": {"type": "object", "properties": {"ticker": {"type": "string"}}}}
+    counter = TokenCounter()
+    flat, nested = {"type": "function", **body}, {"type": "function", "function": body}
+    assert counter.tool(flat) == counter.tool(nested) > 0
