@@ -103,7 +103,7 @@ def restore_claims(backend: Any, conflicts: list, texts: Mapping[str, str], upda
         first = texts.get(conflict.first.digest)
         if first is not None:
             backend.write(conflict.path, first)
-        elif conflict.first.digest is None:  # the first change deleted it: a later write is undone
+        elif conflict.first.digest is None and conflict.first.tool == "task":  # a child deleted it first
             backend.delete(conflict.path)
         if conflict.saved is not None:
             backend.write(conflict.saved, wrote[conflict.path])

@@ -275,12 +275,6 @@ class IsolateMiddleware(AgentMiddleware):
         self._texts.update({digest(data): wrote[path] for path, data in outside.items()})
         changed, conflicts = self._settle(state, tool_call_id, spec.name, {**changed, **outside})
         run.files = sorted({*changed, *wrote})  # on a disk or a store too
-        for c in conflicts:  # the parent's own write came first: its text, from its call, goes back
-            if c.first.tool == "write_file" and c.first.digest not in self._texts:
-                calls = (tc for m in state.get("messages", ()) for tc in getattr(m, "tool_calls", ()))
-                args = next((tc["args"] for tc in calls if tc.get("id") == c.first.tool_call_id), {})
-                if isinstance(args.get("content"), str):
-                    self._texts[c.first.digest] = args["content"]
         with self._lock:
             restore_claims(self.backend, conflicts, self._texts, changed, wrote)
         if changed:

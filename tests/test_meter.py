@@ -157,6 +157,27 @@ def test_what_the_model_sends_on_every_call_and_edits_inside_a_message_are_count
         assert server.received < meter.cap
 
 
+def test_a_schema_passed_the_anthropic_or_google_way_is_counted():
+    """Anthropic's with_structured_output passes output_config, Google's response_json_schema (or
+    response_schema): each is counted beside the messages, as response_format is."""
+    summary = {"type": "string", "description": "Cover it. " * 200}
+    schema = {"type": "object", "properties": {"summary": summary}}
+    meter, messages = Meter(out=None), [HumanMessage("hi")]
+    plain = meter.count(messages, {})
+    for key in ("response_format", "output_config", "response_json_schema", "response_schema"):
+        assert meter.count(messages, {key: schema}) > plain + 400, key
+
+
+def test_a_stream_left_early_is_shown_as_cut_off():
+    """A sync stream() loop that stops after its first chunk: the request left, its line says so."""
+    with OpenAIServer() as server:
+        lines = []
+        meter = Meter(cap=10_000, out=lines.append)
+        for _ in meter.attach(chat(server, streaming=True)).stream("hi"):
+            break
+    assert meter.requests[-1].outcome == "cut off" and "cut off" in lines[-1]
+
+
 def test_a_request_cancelled_before_its_reply_is_shown_as_cut_off():
     """asyncio.wait_for gives up on a slow reply: the request left (counted) and is shown as cut
     off, not as answered."""

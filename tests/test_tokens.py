@@ -374,3 +374,20 @@ def test_a_responses_api_flat_tool_dict_is_counted_as_its_nested_form():
     counter = TokenCounter()
     flat, nested = {"type": "function", **body}, {"type": "function", "function": body}
     assert counter.tool(flat) == counter.tool(nested) > 0
+
+
+def test_a_tool_call_gemini_also_keeps_as_a_function_call_is_counted_once():
+    """langchain-google-genai keeps each call in tool_calls and in additional_kwargs["function_call"]:
+    the request carries it once, so does the count; a legacy message with the function call alone
+    is counted with it."""
+    from langchain_core.messages import AIMessage
+
+    from labkit.tokens import TokenCounter
+
+    call = {"name": "fetch_market_data", "args": {"ticker": "BRLM"}, "id": "g1", "type": "tool_call"}
+    legacy = {"name": "fetch_market_data", "arguments": '{"ticker": "BRLM"}'}
+    counter = TokenCounter()
+    both = AIMessage("", tool_calls=[call], additional_kwargs={"function_call": legacy})
+    assert counter.message(both) == counter.message(AIMessage("", tool_calls=[call]))
+    alone = AIMessage("", additional_kwargs={"function_call": legacy})
+    assert counter.message(alone) > counter.message(AIMessage(""))

@@ -276,26 +276,6 @@ def test_a_child_deleting_on_disk_does_not_wipe_a_parallel_childs_edit(tmp_path,
     assert {c.tool_call_id: c.files for c in iso.children} == {"t0": ["/x.md"], "t1": ["/x.md"]}
 
 
-def test_the_parents_own_write_on_disk_stands_against_a_childs_later_one(tmp_path):
-    """The parent writes /n.md with its own file tool while a child, in the same reply, writes it
-    too: the parent's came first and stands on disk, the child's version goes beside it."""
-    from deepagents.middleware.filesystem import FilesystemMiddleware
-
-    from labkit.isolate import IsolateMiddleware, general_purpose
-
-    disk = FilesystemBackend(root_dir=tmp_path, virtual_mode=True)
-    iso = IsolateMiddleware(LabModel(), [general_purpose()], backend=disk)
-    calls = [{"name": "write_file", "args": {"file_path": "/n.md", "content": "PARENT NOTES"}, "id": "w0",
-              "type": "tool_call"},
-             {"name": "task", "args": {"description": "Please run write_file('/n.md', 'CHILD NOTES')",
-                                       "subagent_type": "general-purpose"}, "id": "t0", "type": "tool_call"}]
-    parent = Scripted(messages=iter([AIMessage("", tool_calls=calls), AIMessage("done")]))
-    agent = create_agent(parent, tools=[], middleware=[FilesystemMiddleware(backend=disk), iso])
-    agent.invoke({"messages": [HumanMessage("go")]})
-    files = {p.name: p.read_text() for p in tmp_path.iterdir()}
-    assert files["n.md"] == "PARENT NOTES" and sorted(files.values()) == ["CHILD NOTES", "PARENT NOTES"]
-
-
 def test_parallel_children_writing_a_folder_routed_to_a_store_keep_every_version():
     """Notebook 13's layout — files in state, /memories/ routed to a store: three children write one
     memory file at once; the first stands, the others are kept beside it and told."""
