@@ -14,6 +14,7 @@ What it leaves out: a default model. Pass one — ``LabModel()``, or ``labkit.ge
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import replace
 from typing import Any
 
 from deepagents import create_deep_agent
@@ -139,8 +140,8 @@ def capture(graph, turns: str | Iterable[str], recorder: Recorder | None = None,
     """Drive a compiled agent through ``turns`` (one user message, or several) and keep what
     happened as a :class:`Run` — the state it reached, ``recorder``'s records of that thread (a
     Recorder shared by several captures keeps the others' records to itself; a resumed thread's
-    earlier records come too), and the error that ended it, if one did. Notebook 16: bring your own
-    agent, even one that fails.
+    earlier records come too; calls and turns numbered as this run's own), and the error that ended
+    it, if one did. Notebook 16: bring your own agent, even one that fails.
 
     ``graph`` is any agent ``create_agent`` / ``create_deep_agent`` built, with a
     ``labkit.Recorder`` last in its middleware (pass the same ``recorder`` here). It is read back
@@ -209,6 +210,10 @@ class _Capture:
         # began, and before it too when the thread was resumed (its state holds those turns)
         records = [r for i, r in enumerate(self.recorder.records) if (i >= self.start or self.resumed)
                    and (self.thread is None or r.thread == self.thread)]
+        turns = {t: k for k, t in enumerate(dict.fromkeys(r.turn for r in records))}
+        if any(r.index != i or r.turn != turns[r.turn] for i, r in enumerate(records)):
+            # numbered by a Recorder that served other runs too: this run's own call and turn numbers
+            records = [replace(r, index=i, turn=turns[r.turn]) for i, r in enumerate(records)]
         return _as_run(dict(state), records, error, done)
 
 

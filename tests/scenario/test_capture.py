@@ -97,7 +97,9 @@ def test_one_recorder_across_captures_gives_each_run_its_own_records():
     assert a2.records[-1].messages_stored <= len(a2.messages)
     plain = create_agent(LabModel(window=1_000_000), tools=scenario.tools(), middleware=[recorder])
     c = scenario.capture(plain, scenario.NEEDLE_QUESTION, recorder)
-    assert c.records == recorder.records[-len(c.records):]
+    assert [r.seen for r in c.records] == [r.seen for r in recorder.records[-len(c.records):]]
+    for run in (b, c, a2):  # numbered as its own run: call 0 on, turn 0 on
+        assert [r.index for r in run.records] == list(range(len(run.records))) and run.records[0].turn == 0
     assert len(c.records) < len(b.records) + len(a2.records)
     from labkit import replay
     replay.replay(b, window=32_000)  # the records agree with the run's messages
