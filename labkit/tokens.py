@@ -107,9 +107,9 @@ def message_text(message: BaseMessage, *, text_only: bool = False) -> str:
     for call in calls:
         parts.append(call["name"] + json.dumps(call.get("args", {}), ensure_ascii=False, sort_keys=True))
     if not text_only:  # sent too: a call whose arguments were not JSON, a legacy function call
-        legacy = None if calls or getattr(message, "invalid_tool_calls", None) \
-            else message.additional_kwargs.get("function_call")  # Gemini's copy of its tool call
-        for bad in [*(getattr(message, "invalid_tool_calls", None) or ()), *([legacy] if legacy else [])]:
+        invalid = getattr(message, "invalid_tool_calls", None) or []
+        legacy = None if calls or invalid else message.additional_kwargs.get("function_call")  # Gemini copies
+        for bad in [*invalid, *([legacy] if legacy else [])]:
             if isinstance(bad, dict):
                 parts.append(str(bad.get("name") or "") + str(bad.get("args") or bad.get("arguments") or ""))
     return "\n".join(p for p in parts if p)
